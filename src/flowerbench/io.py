@@ -1,0 +1,72 @@
+"""Atomic writes and JSON helpers.
+
+Every result, manifest, metric and report is written through `atomic_write`:
+the bytes go to a temporary file in the same directory, are flushed and
+fsynced, and only then renamed over the target with `os.replace`.  A crash,
+SIGKILL or full disk therefore leaves either the old file or the new one,
+never a half-written file that looks real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+class OutputError(OSError):
+    """An output could not be written (one line naming the path)."""
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> Path:
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write output ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise OutputError(f"{path}: cannot write output ({exc.strerror})") from None
+        raise
+    return path
+
+
+def check_writable(directory: str | Path) -> None:
+    """Fail early (before hours of training) if an output directory is not writable."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".probe.", dir=directory)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise OutputError(f"{directory}: output directory is not writable ({exc.strerror})") from None
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
+
+
+def write_json(path: str | Path, obj: Any) -> Path:
+    return atomic_write(path, dumps(obj))
+
+
+def read_json(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise OutputError(f"{path}: file not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None

@@ -1,0 +1,29 @@
+"""Every path the stages read or write, in one place.
+
+All paths are relative to the working directory, which is the repository root
+when DVC or the Makefile runs a stage (tests run stages in a temporary copy).
+`dvc.yaml` names the same paths as stage outputs; `tests/test_dvc_yaml.py`
+checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DATA = Path("data")
+FLOWERS = DATA / "flower_photos"          # the image folder, one sub-folder per class
+MANIFEST = DATA / "manifest.json"         # what fetch delivered: source, hashes, counts, quarantine
+QUARANTINE = DATA / "quarantine"          # files that failed to decode, moved out of FLOWERS
+RESULTS = Path("results")                 # one JSON per variant
+REPORTS = Path("reports")
+FIGURES = REPORTS / "figures"
+REPORT_MD = REPORTS / "report.md"
+REPORT_HTML = REPORTS / "report.html"
+METRICS = REPORTS / "metrics.json"
+TIMINGS = REPORTS / "timings.csv"
+BENCH_JSON = REPORTS / "bench.json"
+BENCH_MD = REPORTS / "bench.md"
+
+
+def result_path(variant: str, results_dir: Path = RESULTS) -> Path:
+    return results_dir / f"{variant}.json"
