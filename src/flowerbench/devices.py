@@ -1,0 +1,156 @@
+"""Plan the replicas of one run: physical GPUs, logical GPUs on one chip, or logical CPUs.
+
+`plan_devices(replicas, train)` must run before any other TensorFlow op: the
+logical-device split and the thread pools can only be set while the runtime is
+still uninitialised.  The returned `DevicePlan` says honestly what the replicas
+are (`device_kind`: gpu | logical_gpu | cpu | logical_cpu) and is copied into
+every result, so a CPU emulation can never be mistaken for a GPU run.
+
+Rules (train.device = auto):
+  * the host has >= replicas GPUs        -> one replica per GPU, kind `gpu`;
+  * it has fewer GPUs (but at least one) -> error naming the numbers, unless
+    train.emulate: then the first GPU is split into `replicas` logical GPUs
+    (kind `logical_gpu`: they share one chip, so scaling numbers are not
+    multi-GPU numbers);
+  * no GPU                                -> one CPU (`cpu`) for 1 replica, or
+    `replicas` logical CPU devices (`logical_cpu`) if train.emulate.
+train.device = gpu refuses to fall back to the CPU; train.device = cpu ignores GPUs.
+
+Thread policy for logical CPU replicas (train.thread_policy):
+  per_replica  intra-op threads = max(1, cores // replicas), inter-op threads =
+               replicas, so the replicas' kernels run side by side instead of
+               each grabbing every core (measured on 2 cores, fit, 32 px:
+               4 replicas 18.5 -> 24.2 img/s, 2 replicas 29.9 -> 32.0 img/s).
+  tf_default   leave TensorFlow's pools alone.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+from .config import TrainParams
+
+
+class DeviceError(RuntimeError):
+    """The host cannot provide the requested replicas (one line naming the numbers)."""
+
+
+@dataclass
+class DevicePlan:
+    replicas: int
+    device_kind: str                  # gpu | logical_gpu | cpu | logical_cpu
+    devices: list[str]
+    physical_gpus: int
+    gpu_model: Optional[str]
+    cpu_model: str
+    cpu_count: int
+    thread_policy: str
+    intra_op_threads: int             # 0 = TensorFlow's default
+    inter_op_threads: int
+    emulated: bool
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _gpu_memory_mb() -> Optional[int]:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+        return int(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+def thread_budget(policy: str, replicas: int, cores: int) -> tuple[int, int]:
+    """(intra_op, inter_op) threads; 0 means TensorFlow's default."""
+    if policy == "tf_default" or replicas == 1:
+        return 0, 0
+    return max(1, cores // replicas), replicas
+
+
+def plan_devices(replicas: int, train: TrainParams) -> DevicePlan:
+    """Configure TensorFlow's devices for `replicas` replicas and describe them."""
+    import tensorflow as tf
+
+    cores = cpu_count()
+    gpus = [] if train.device == "cpu" else tf.config.list_physical_devices("GPU")
+    base = dict(replicas=replicas, physical_gpus=len(gpus), cpu_model=cpu_model(), cpu_count=cores,
+                thread_policy=train.thread_policy, intra_op_threads=0, inter_op_threads=0)
+
+    if gpus:
+        model = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU")
+        if len(gpus) >= replicas:
+            for g in gpus:
+                tf.config.experimental.set_memory_growth(g, True)
+            return DevicePlan(device_kind="gpu", devices=[f"/gpu:{i}" for i in range(replicas)],
+                              gpu_model=model, emulated=False, **base)
+        if not train.emulate:
+            raise DeviceError(f"{replicas} replicas requested but this host has {len(gpus)} GPU(s) "
+                              f"({model}); set train.emulate=true to split one GPU into logical GPUs")
+        total = _gpu_memory_mb() or 16384
+        per = max(1024, int(total * 0.9) // replicas)
+        tf.config.set_logical_device_configuration(
+            gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=per)] * replicas)
+        return DevicePlan(device_kind="logical_gpu", devices=[f"/gpu:{i}" for i in range(replicas)],
+                          gpu_model=model, emulated=True,
+                          notes=[f"{replicas} logical GPUs of {per} MB on one {model}: they share one chip"],
+                          **base)
+
+    if train.device == "gpu":
+        raise DeviceError(f"train.device=gpu but TensorFlow sees no GPU on this host "
+                          f"({replicas} replica(s) requested); install tensorflow[and-cuda] or use device=auto|cpu")
+    if replicas > 1 and not train.emulate:
+        raise DeviceError(f"{replicas} replicas requested but this host has 0 GPUs; "
+                          f"set train.emulate=true to run them as logical CPU devices")
+    intra, inter = thread_budget(train.thread_policy, replicas, cores)
+    if intra:
+        tf.config.threading.set_intra_op_parallelism_threads(intra)
+        tf.config.threading.set_inter_op_parallelism_threads(inter)
+    base.update(intra_op_threads=intra, inter_op_threads=inter)
+    if replicas == 1:
+        return DevicePlan(device_kind="cpu", devices=["/cpu:0"], gpu_model=None, emulated=False, **base)
+    cpus = tf.config.list_physical_devices("CPU")
+    tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas)
+    return DevicePlan(device_kind="logical_cpu", devices=[f"/cpu:{i}" for i in range(replicas)],
+                      gpu_model=None, emulated=True,
+                      notes=[f"{replicas} logical CPU devices sharing {cores} core(s): emulation, not a GPU result"],
+                      **base)
+
+
+def make_strategy(plan: DevicePlan):
+    """The default strategy for one replica, MirroredStrategy over the planned devices otherwise."""
+    import tensorflow as tf
+
+    if plan.replicas == 1:
+        return tf.distribute.get_strategy()  # as the blog: TF places everything on the first device
+    # On CPU devices MirroredStrategy picks collective all-reduce (NCCL needs GPUs).
+    return tf.distribute.MirroredStrategy(devices=plan.devices)
+
+
+def cross_device_ops_name(strategy) -> str:
+    ops = getattr(strategy.extended, "_cross_device_ops", None) or getattr(strategy.extended, "_collective_ops", None)
+    return type(ops).__name__ if ops is not None else "none (single device)"

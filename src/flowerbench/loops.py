@@ -1,0 +1,193 @@
+"""The two training loops of the blog, under one timing protocol.
+
+Protocol (both loops): `warmup_epochs` untimed epochs first (they pay for
+tracing, graph optimisation and the first pass through the input pipeline,
+which also fills the cache), then `repeats` timed runs of `epochs` epochs.
+Each epoch is timed on the host with `time.perf_counter()` from just before
+the epoch starts to just after its last step has *finished* (fit: the
+`on_epoch_end` callback, which Keras calls after the epoch's results are
+ready; custom: after the epoch's reduced numbers are copied to the host), so
+neither tracing nor warm-up leaks into the timed numbers.
+
+fit     `model.compile(...)` + `model.fit(...)`; Keras scales the loss by the
+        global batch and splits the batch across replicas itself.
+custom  the blog's loop: the whole epoch inside one `tf.function`,
+        `strategy.run(step)` per global batch, `strategy.reduce(SUM)`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+EpochHook = Callable[[str, int, int, float, float, float], None]  # phase, i, n, seconds, loss, accuracy
+
+
+@dataclass
+class LoopConfig:
+    warmup_epochs: int
+    epochs: int
+    repeats: int = 1
+    jit_compile: bool = False
+    steps_per_execution: int = 1
+    keras_verbose: int = 0
+
+
+@dataclass
+class LoopResult:
+    warmup_seconds: float = 0.0
+    epoch_seconds: list[float] = field(default_factory=list)      # every timed epoch, repeat-major
+    epoch_loss: list[float] = field(default_factory=list)
+    epoch_accuracy: list[float] = field(default_factory=list)
+    epoch_images: list[int] = field(default_factory=list)
+    repeat_seconds: list[float] = field(default_factory=list)     # sum of each repeat's epochs
+
+    @property
+    def final_loss(self) -> float:
+        return self.epoch_loss[-1]
+
+    @property
+    def final_accuracy(self) -> float:
+        return self.epoch_accuracy[-1]
+
+
+def _loss_object():
+    import keras
+
+    # reduction=None: one loss per example; the custom loop scales it by the global batch itself.
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+
+# --------------------------------------------------------------------------- fit
+
+
+def run_fit(model, optimizer, dataset, n_images: int, cfg: LoopConfig,
+            on_epoch: Optional[EpochHook] = None) -> LoopResult:
+    import keras
+
+    model.compile(optimizer=optimizer,
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], jit_compile=cfg.jit_compile,
+                  steps_per_execution=cfg.steps_per_execution)
+    res = LoopResult()
+
+    class EpochTimer(keras.callbacks.Callback):
+        def __init__(self, phase: str, total: int):
+            super().__init__()
+            self.phase, self.total, self.t0, self.seconds = phase, total, 0.0, []
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.t0 = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            dt = time.perf_counter() - self.t0
+            self.seconds.append(dt)
+            if self.phase == "timed":
+                res.epoch_seconds.append(dt)
+                res.epoch_loss.append(float(logs["loss"]))
+                res.epoch_accuracy.append(float(logs["accuracy"]))
+                res.epoch_images.append(n_images)
+            if on_epoch:
+                on_epoch(self.phase, epoch + 1, self.total, dt, float(logs["loss"]), float(logs["accuracy"]))
+
+    if cfg.warmup_epochs:
+        warm = EpochTimer("warmup", cfg.warmup_epochs)
+        model.fit(dataset, epochs=cfg.warmup_epochs, verbose=cfg.keras_verbose, callbacks=[warm])
+        res.warmup_seconds = sum(warm.seconds)
+    for _ in range(cfg.repeats):
+        timer = EpochTimer("timed", cfg.epochs)
+        model.fit(dataset, epochs=cfg.epochs, verbose=cfg.keras_verbose, callbacks=[timer])
+        res.repeat_seconds.append(sum(timer.seconds))
+    return res
+
+
+# --------------------------------------------------------------------------- custom
+
+
+def make_train_step(strategy, model, optimizer, global_batch_size: int, jit_compile: bool = False,
+                    loss_scale_batch: Optional[int] = None):
+    """The per-replica step.  Returns (scaled loss, sum of per-example losses, correct, count).
+
+    Gradients from all replicas are *summed* by the all-reduce inside
+    `apply_gradients`, so each replica must divide its per-example losses by
+    the global batch size (not its own): then the sum of the replicas'
+    gradients equals the gradient of the mean loss over the global batch, as on
+    one device.  `loss_scale_batch` exists only so tests can show what the
+    wrong divisor (the per-replica batch) does: an update N times too large.
+    """
+    import tensorflow as tf
+
+    loss_object = _loss_object()
+    divisor = loss_scale_batch or global_batch_size
+
+    def step(x, y):
+        with tf.GradientTape() as tape:
+            logits = tf.cast(model(x, training=True), tf.float32)
+            per_example = loss_object(y, logits)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=divisor)
+            target = optimizer.scale_loss(loss)  # identity unless a LossScaleOptimizer (mixed precision)
+        grads = tape.gradient(target, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        correct = tf.reduce_sum(tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), y), tf.float32))
+        count = tf.cast(tf.shape(y)[0], tf.float32)
+        return loss, tf.reduce_sum(per_example), correct, count
+
+    return tf.function(step, jit_compile=True) if jit_compile else step
+
+
+def make_epoch_fn(strategy, step):
+    """The blog's whole-epoch `tf.function` over a distributed dataset."""
+    import tensorflow as tf
+
+    @tf.function
+    def epoch(dist_dataset):
+        zero = tf.constant(0.0)
+        loss_sum, correct, count = zero, zero, zero
+        for x, y in dist_dataset:
+            per_replica = strategy.run(step, args=(x, y))
+            _, ls, c, n = (strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None) for t in per_replica)
+            loss_sum, correct, count = loss_sum + ls, correct + c, count + n
+        return loss_sum, correct, count
+
+    return epoch
+
+
+def build_optimizer_in_scope(strategy, model, optimizer):
+    """Keras 3 + >= 2 replicas: Adam's slots must exist before the first traced step
+    ("You must feed a value for placeholder tensor", keras-team/keras#23085)."""
+    with strategy.scope():
+        optimizer.build(model.trainable_variables)
+
+
+def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg: LoopConfig,
+               on_epoch: Optional[EpochHook] = None) -> LoopResult:
+    build_optimizer_in_scope(strategy, model, optimizer)
+    step = make_train_step(strategy, model, optimizer, global_batch_size, jit_compile=cfg.jit_compile)
+    epoch_fn = make_epoch_fn(strategy, step)
+    dist = strategy.experimental_distribute_dataset(dataset)
+    res = LoopResult()
+
+    def one(phase: str, i: int, total: int) -> tuple[float, float, float, int]:
+        t0 = time.perf_counter()
+        loss_sum, correct, count = epoch_fn(dist)
+        n = float(count.numpy())  # copies to the host: the epoch's work is done before the clock is read
+        dt = time.perf_counter() - t0
+        loss, acc = float(loss_sum.numpy()) / n, float(correct.numpy()) / n
+        if on_epoch:
+            on_epoch(phase, i, total, dt, loss, acc)
+        return dt, loss, acc, int(n)
+
+    for i in range(cfg.warmup_epochs):
+        res.warmup_seconds += one("warmup", i + 1, cfg.warmup_epochs)[0]
+    for _ in range(cfg.repeats):
+        total = 0.0
+        for i in range(cfg.epochs):
+            dt, loss, acc, n = one("timed", i + 1, cfg.epochs)
+            res.epoch_seconds.append(dt)
+            res.epoch_loss.append(loss)
+            res.epoch_accuracy.append(acc)
+            res.epoch_images.append(n)
+            total += dt
+        res.repeat_seconds.append(total)
+    return res

@@ -1,0 +1,246 @@
+"""Multi-worker training with MultiWorkerMirroredStrategy, and a local launcher with deadlines.
+
+    python -m flowerbench launch [--workers N]        # N local workers -> results/multiworker_custom.json
+    TF_CONFIG=... python -m flowerbench worker        # one worker (what Slurm / Kubernetes run, see deploy/)
+
+Keras 3 `fit()` does not run under MultiWorkerMirroredStrategy
+(keras-team/keras#20585), so the multi-worker variant uses the blog's custom
+loop, which does.
+
+Hang-proofing.  A worker whose peers never come blocks inside the strategy
+constructor and ignores SIGTERM, so:
+  * each worker arms a watchdog thread before building the strategy; if the
+    collective set-up has not finished within `multiworker.join_timeout_s` it
+    prints which peers did not answer and leaves with `os._exit(3)`;
+  * the launcher starts every worker in its own process group, watches them,
+    and on the first failure, on `multiworker.deadline_s`, or on its own
+    SIGINT/SIGTERM sends SIGKILL to every group that is still alive.
+Only the chief writes a result, into a private temp dir; the launcher moves it
+to results/ atomically after *every* worker exited 0, so a failed job leaves
+no result file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+from . import paths
+from .config import Params, ParamsError
+from .io import atomic_write, check_writable
+
+VARIANT = "multiworker_custom"
+
+
+class JobError(RuntimeError):
+    """A multi-worker job failed (one line naming the worker)."""
+
+
+def log(who: str, msg: str) -> None:
+    print(f"[{who}] {msg}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- worker
+
+
+def read_tf_config() -> tuple[list[str], int]:
+    raw = os.environ.get("TF_CONFIG")
+    if not raw:
+        raise JobError("TF_CONFIG is not set; run workers with `python -m flowerbench launch` or see deploy/")
+    try:
+        cfg = json.loads(raw)
+        workers = list(cfg["cluster"]["worker"])
+        index = int(cfg["task"]["index"])
+        if cfg["task"].get("type", "worker") != "worker" or not 0 <= index < len(workers):
+            raise ValueError(f"task {cfg['task']} does not name one of {len(workers)} workers")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise JobError(f"TF_CONFIG: not a valid worker cluster spec ({exc})") from None
+    return workers, index
+
+
+def _answers(address: str, timeout: float = 0.5) -> bool:
+    host, port = address.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _watchdog(workers: list[str], index: int, timeout_s: float, done: threading.Event) -> None:
+    if done.wait(timeout_s):
+        return
+    missing = [f"worker {i} at {a}" for i, a in enumerate(workers) if i != index and not _answers(a)]
+    who = ", ".join(missing) or "no peer refused a connection (a peer may be stuck)"
+    log(f"worker {index}", f"error: collective set-up did not finish within {timeout_s:g}s "
+        f"(multiworker.join_timeout_s); not answering: {who}")
+    os._exit(3)  # the strategy constructor ignores SIGTERM and exceptions cannot reach it
+
+
+def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] = None,
+                dump_weights: Optional[str] = None, params_path: str = "params.yaml") -> int:
+    from .dataset import build_dataset, list_images
+    from .devices import cpu_count, cpu_model, thread_budget
+    from .train import Batches, configure_tensorflow, epoch_printer, summarise
+
+    variant = params.variant(variant_name)
+    if variant.loop != "custom":
+        raise ParamsError(f"variant: {variant.name} uses loop {variant.loop!r}; multi-worker runs the custom "
+                          f"loop only (Keras 3 fit() fails under MultiWorkerMirroredStrategy, keras#20585)")
+    workers, index = read_tf_config()
+    who = f"worker {index}"
+    images = list_images(paths.FLOWERS, params.seed, params.data.max_images)
+    import tensorflow as tf
+
+    cores = cpu_count()
+    intra, inter = thread_budget(params.train.thread_policy, len(workers), cores)
+    if intra:
+        tf.config.threading.set_intra_op_parallelism_threads(intra)
+        tf.config.threading.set_inter_op_parallelism_threads(inter)
+    done = threading.Event()
+    threading.Thread(target=_watchdog, args=(workers, index, params.multiworker.join_timeout_s, done),
+                     daemon=True).start()
+    options = tf.distribute.experimental.CommunicationOptions(
+        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        timeout_seconds=params.multiworker.join_timeout_s)
+    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    configure_tensorflow(params)
+    from .loops import LoopConfig, build_optimizer_in_scope, run_custom
+    from .model import build_model, make_optimizer
+
+    b = params.train.batch_size_per_replica
+    batches = Batches(b, b * strategy.num_replicas_in_sync)
+    dataset = build_dataset(images, params.data.image_size, batches.global_batch_size, params.seed,
+                            pipeline=params.data.pipeline, cache=params.data.cache, shard_policy="DATA")
+    with strategy.scope():
+        model = build_model(params.model.arch, params.data.image_size, len(images.class_names),
+                            batchnorm="sync")
+        optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
+    build_optimizer_in_scope(strategy, model, optimizer)
+    done.set()  # variables exist on every worker: the collectives are up
+    log(who, f"joined {len(workers)}-worker job; global batch {batches.global_batch_size}")
+    initial = [w.numpy() for w in model.trainable_weights] if dump_weights else None
+    cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats)
+    res = run_custom(strategy, model, optimizer, dataset, batches.global_batch_size, cfg,
+                     epoch_printer(f"{VARIANT} {who}", params.train.verbose) if index == 0 else None)
+    if index == 0 and out:
+        import numpy as np
+
+        if dump_weights:
+            arrays = {f"init_{i}": a for i, a in enumerate(initial)}
+            arrays.update({f"final_{i}": w.numpy() for i, w in enumerate(model.trainable_weights)})
+            with open(dump_weights, "wb") as fh:
+                np.savez(fh, **arrays)
+        extra = {"device_kind": "local_cpu_workers" if _local(workers) else "cpu_workers",
+                 "devices": [f"{a}/cpu:0" for a in workers], "gpu_model": None, "emulated": _local(workers),
+                 "device_notes": [f"{len(workers)} worker processes on one host sharing {cores} core(s): "
+                                  "emulation of a multi-host job" if _local(workers) else "multi-host job"],
+                 "physical_gpus": 0, "cpu_model": cpu_model(), "cpu_count": cores, "workers": len(workers),
+                 "thread_policy": params.train.thread_policy, "intra_op_threads": intra,
+                 "inter_op_threads": inter, "strategy": type(strategy).__name__,
+                 "cross_device_ops": "CollectiveAllReduce/RING", "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+                 "num_classes": len(images.class_names), "class_names": images.class_names}
+        from . import provenance
+        extra["started_at"] = extra["finished_at"] = provenance.now()
+        result = summarise(variant.model_copy(update={"replicas": len(workers)}), params, batches,
+                           len(images.files), res, extra)
+        atomic_write(out, json.dumps(result, indent=2, sort_keys=True) + "\n")
+    log(who, f"done: timed {statistics.median(res.repeat_seconds):.2f}s")
+    return 0
+
+
+def _local(workers: list[str]) -> bool:
+    return all(a.split(":")[0] in ("127.0.0.1", "localhost") for a in workers)
+
+
+# --------------------------------------------------------------------------- launcher
+
+
+def free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _kill_all(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+            pass
+
+
+def launch_main(params: Params, workers: Optional[int] = None, params_path: str = "params.yaml",
+                extra_worker_args: Optional[list[str]] = None, results_dir: Path = paths.RESULTS) -> int:
+    n = workers or params.multiworker.workers
+    if n < 1:
+        raise ParamsError(f"--workers: must be >= 1, got {n}")
+    if n != params.multiworker.workers:
+        raise ParamsError(f"--workers: {n} differs from multiworker.workers={params.multiworker.workers}; "
+                          f"change the params (it names the variant's replica count)")
+    out = paths.result_path(VARIANT, results_dir)
+    check_writable(out.parent)
+    out.unlink(missing_ok=True)
+    deadline = params.multiworker.deadline_s
+    addresses = [f"127.0.0.1:{p}" for p in free_ports(n)]
+    scratch = Path(tempfile.mkdtemp(prefix=".launch-", dir=out.parent))
+    tmp_out = scratch / out.name
+    procs: list[subprocess.Popen] = []
+    start = time.monotonic()
+    try:
+        for i in range(n):
+            env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"worker": addresses},
+                                                         "task": {"type": "worker", "index": i}}))
+            cmd = [sys.executable, "-m", "flowerbench", "worker", "--params", params_path, "--variant", VARIANT,
+                   "--out", str(tmp_out), *(extra_worker_args or [])]
+            # Own process group: a SIGKILL to the group takes the worker and anything it forked.
+            procs.append(subprocess.Popen(cmd, env=env, start_new_session=True))
+            log("launch", f"started worker {i} pid {procs[-1].pid} at {addresses[i]}")
+        while True:
+            codes = [p.poll() for p in procs]
+            failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                i, c = failed[0]
+                how = f"killed by signal {-c}" if c < 0 else f"exited with code {c}"
+                _kill_all(procs)
+                raise JobError(f"worker {i} ({addresses[i]}) {how}; stopped the other worker(s); no result written")
+            if all(c == 0 for c in codes):
+                break
+            if time.monotonic() - start > deadline:
+                alive = [str(i) for i, c in enumerate(codes) if c is None]
+                _kill_all(procs)
+                raise JobError(f"job exceeded multiworker.deadline_s={deadline:g}s; killed worker(s) "
+                               f"{', '.join(alive)}; no result written")
+            time.sleep(0.2)
+        if not tmp_out.is_file():
+            raise JobError(f"chief (worker 0) exited 0 but wrote no result to {tmp_out}")
+        os.replace(tmp_out, out)
+        log("launch", f"{n} workers finished in {time.monotonic() - start:.1f}s -> {out}")
+        return 0
+    finally:
+        _kill_all(procs)
+        shutil.rmtree(scratch, ignore_errors=True)
