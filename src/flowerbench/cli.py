@@ -5,6 +5,8 @@
     python -m flowerbench report [--params ...]
     python -m flowerbench worker --variant multiworker_custom   (one TF_CONFIG worker)
     python -m flowerbench launch [--workers N]                  (N local workers)
+    python -m flowerbench preflight --params params-blog.yaml   (can this host run it?)
+    python -m flowerbench exp-args --params params-blog.yaml    (-S args for dvc exp run)
 
 Params are validated before TensorFlow is imported, so a bad params file
 fails in under a second with exit code 2 and one line naming the dotted key.
@@ -68,6 +70,17 @@ def _cmd_launch(args, params):
                                    extra_worker_args=args.worker_arg or [])
 
 
+def _cmd_preflight(args, params):
+    prepare_tensorflow_env()
+    from . import devices
+    return devices.preflight(params)
+
+
+def _cmd_exp_args(args, params):
+    from .config import exp_set_args
+    print(" ".join(exp_set_args(args.params)))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m flowerbench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE")
@@ -91,6 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("launch", "start N local workers on 127.0.0.1 with deadlines and gather one result", _cmd_launch)
     p.add_argument("--workers", type=int, help="number of workers (default: multiworker.workers)")
     p.add_argument("--worker-arg", action="append", help=argparse.SUPPRESS)
+    add("preflight", "check that this host can run every variant of the params (GPUs, emulation) "
+        "before any work starts", _cmd_preflight)
+    add("exp-args", "print `-S key=value` arguments that turn params.yaml into this params file "
+        "(for `dvc exp run`)", _cmd_exp_args)
     return parser
 
 

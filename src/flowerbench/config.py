@@ -55,6 +55,9 @@ class DataParams(_Section):
 
 class ModelParams(_Section):
     arch: Literal["resnet50", "tiny"] = "resnet50"
+    # tiny only (ResNet50 keeps its own per-replica BatchNorm, as the blog):
+    # local = per-replica statistics, sync = synchronized across replicas, none.
+    batchnorm: Literal["local", "sync", "none"] = "local"
 
 
 class TrainParams(_Section):
@@ -233,3 +236,24 @@ def load_params(path: str | Path = "params.yaml") -> Params:
 def resolved_dict(params: Params) -> dict[str, Any]:
     """The params as plain data, written next to every result."""
     return params.model_dump(mode="json")
+
+
+def exp_set_args(path: str | Path) -> list[str]:
+    """`-S key=value` arguments that make params.yaml equal to the (validated) file at `path`.
+
+    Top-level sections are flattened to dotted keys; lists (variants, sweep
+    entries) are passed whole as JSON, which DVC parses as YAML."""
+    import json
+    import shlex
+
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(f"{prefix}.{k}" if prefix else k, v)
+        else:
+            flat[prefix] = value
+
+    walk("", resolved_dict(load_params(path)))
+    return [f"-S {shlex.quote(f'{k}={json.dumps(v)}')}" for k, v in flat.items()]

@@ -154,3 +154,21 @@ def make_strategy(plan: DevicePlan):
 def cross_device_ops_name(strategy) -> str:
     ops = getattr(strategy.extended, "_cross_device_ops", None) or getattr(strategy.extended, "_collective_ops", None)
     return type(ops).__name__ if ops is not None else "none (single device)"
+
+
+def preflight(params) -> int:
+    """Stop before any work if the host cannot run every variant (used by `make reproduce-blog`)."""
+    import tensorflow as tf
+
+    gpus = [] if params.train.device == "cpu" else tf.config.list_physical_devices("GPU")
+    need = max(v.replicas for v in params.all_variants())
+    print(f"[preflight] {len(gpus)} GPU(s) visible; the variants need up to {need} replica(s)", flush=True)
+    if params.train.device == "gpu" and not gpus:
+        raise DeviceError(f"train.device=gpu but this host has no GPU; the blog's run needs {need} GPUs "
+                          f"(use a GPU host with tensorflow[and-cuda], or set train.device=auto and train.emulate=true "
+                          f"to emulate, which takes hours on a CPU)")
+    if len(gpus) < need and not params.train.emulate:
+        raise DeviceError(f"the variants need {need} GPUs but this host has {len(gpus)}; "
+                          f"set train.emulate=true to run the missing replicas as logical devices "
+                          f"(labelled logical_gpu/logical_cpu, never as a {need}-GPU result)")
+    return 0

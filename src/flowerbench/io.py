@@ -29,6 +29,7 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
     except OSError as exc:
         raise OutputError(f"{path}: cannot write output ({exc.strerror})") from None
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the usual permissions
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
@@ -40,6 +41,12 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
             raise OutputError(f"{path}: cannot write output ({exc.strerror})") from None
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def check_writable(directory: str | Path) -> None:

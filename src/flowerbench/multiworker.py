@@ -125,7 +125,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
                             pipeline=params.data.pipeline, cache=params.data.cache, shard_policy="DATA")
     with strategy.scope():
         model = build_model(params.model.arch, params.data.image_size, len(images.class_names),
-                            batchnorm="sync")
+                            batchnorm=params.model.batchnorm)
         optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
     build_optimizer_in_scope(strategy, model, optimizer)
     done.set()  # variables exist on every worker: the collectives are up

@@ -146,7 +146,8 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
     from .model import build_model, make_optimizer
 
     with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, len(images.class_names))
+        model = build_model(params.model.arch, params.data.image_size, len(images.class_names),
+                            batchnorm=params.model.batchnorm)
         optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
         if params.train.mixed_precision and variant.loop == "custom":
             import keras
