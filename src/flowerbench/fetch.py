@@ -116,7 +116,7 @@ def _attempt(job: Download, part: Path) -> None:
         got = 0
         with part.open("ab" if have else "wb") as fh, _progress(total, have, job.dest.name) as bar:
             while True:
-                chunk = resp.read(CHUNK)
+                chunk = resp.read1(CHUNK)  # what has arrived: a reset loses nothing already received
                 if not chunk:
                     break
                 fh.write(chunk)

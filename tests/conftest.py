@@ -1,0 +1,119 @@
+"""Shared fixtures: a tiny stand-in data set in a temporary working directory, params files, a CLI runner.
+
+Stages run for real (TensorFlow, DVC) in subprocesses, because TensorFlow's
+devices can be configured only once per process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_COUNTS = {"daisy": 6, "dandelion": 6, "roses": 6, "sunflowers": 6, "tulips": 6}
+
+
+def tiny_params(**overrides) -> dict:
+    """Params for seconds-long runs: 32 px, 30 images, the tiny model, 1 warm-up + 1 epoch."""
+    p = {
+        "seed": 123,
+        "data": {"source": "synthetic", "image_size": 32, "max_images": 30, "standin_px": 32},
+        "model": {"arch": "tiny"},
+        "train": {"batch_size_per_replica": 4, "warmup_epochs": 1, "epochs": 1, "verbose": "quiet"},
+        "variants": [{"name": "single_fit", "loop": "fit", "replicas": 1},
+                     {"name": "mirrored_fit", "loop": "fit", "replicas": 2},
+                     {"name": "single_custom", "loop": "custom", "replicas": 1},
+                     {"name": "mirrored_custom", "loop": "custom", "replicas": 2}],
+        "sweep": {"replicas": [], "loops": ["custom"]},
+        "multiworker": {"workers": 2, "deadline_s": 120, "join_timeout_s": 60},
+    }
+    for dotted, value in overrides.items():
+        node = p
+        *parents, leaf = dotted.split(".")
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[leaf] = value
+    return p
+
+
+def write_params(path: Path, params: dict) -> Path:
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory) -> Path:
+    """data/ with a 30-image stand-in and its manifest, made by the real fetch code."""
+    from flowerbench import fetch, standin
+
+    root = tmp_path_factory.mktemp("tinydata")
+    flowers = root / "data" / "flower_photos"
+    standin.generate(flowers, seed=123, px=32, counts=TINY_COUNTS)
+    quarantine = root / "data" / "quarantine"
+    quarantine.mkdir()
+    counts, bad, _ = fetch.validate_images(flowers, quarantine)
+    manifest = {"source": "synthetic", "synthetic": True, "label": "synthetic stand-in (NOT the real flower_photos)",
+                "counts": counts, "total": sum(counts.values()), "quarantined": bad,
+                "tree_sha256": fetch.tree_digest(flowers)}
+    (root / "data" / "manifest.json").write_text(json.dumps(manifest))
+    return root / "data"
+
+
+@pytest.fixture
+def workdir(tmp_path, tiny_data, monkeypatch) -> Path:
+    """A working directory holding a copy of the tiny data and tiny params.yaml."""
+    shutil.copytree(tiny_data, tmp_path / "data")
+    write_params(tmp_path / "params.yaml", tiny_params())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def cli_env() -> dict:
+    env = dict(os.environ)
+    env.pop("FLOWERBENCH_DEBUG", None)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    return env
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 240, **kw) -> subprocess.CompletedProcess:
+    """`python -m flowerbench ARGS` in a subprocess; fails the test if it outlives `timeout`."""
+    return subprocess.run([sys.executable, "-m", "flowerbench", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=cli_env(), **kw)
+
+
+def error_lines(proc: subprocess.CompletedProcess) -> list[str]:
+    """The flowerbench error lines on stderr (TensorFlow's own log lines filtered out)."""
+    return [l for l in proc.stderr.splitlines() if l.startswith("flowerbench")]
+
+
+def tree_snapshot(*dirs: Path) -> dict[str, bytes]:
+    out = {}
+    for d in dirs:
+        if d.exists():
+            for f in sorted(d.rglob("*")):
+                if f.is_file():
+                    out[str(f)] = f.read_bytes()
+    return out
+
+
+def assert_clean_failure(proc: subprocess.CompletedProcess, rc: int | None, needle: str,
+                         before: dict[str, bytes] | None = None, dirs: tuple[Path, ...] = ()) -> str:
+    """Non-zero exit (exactly `rc` if given), one flowerbench error line containing `needle`,
+    and the output trees in `dirs` byte-identical to `before` (nothing new, nothing half-written)."""
+    assert proc.returncode != 0, proc.stderr[-2000:]
+    if rc is not None:
+        assert proc.returncode == rc, (proc.returncode, proc.stderr[-2000:])
+    lines = error_lines(proc)
+    assert len(lines) == 1, proc.stderr[-2000:]
+    assert needle in lines[0], lines[0]
+    if before is not None:
+        after = tree_snapshot(*dirs)
+        assert after == before, sorted(set(after) ^ set(before)) or "contents changed"
+    return lines[0]

@@ -1,0 +1,78 @@
+"""Bad params: exit 2, one line naming the dotted key, before TensorFlow is imported, nothing written."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import assert_clean_failure, run_cli, tiny_params, tree_snapshot, write_params
+
+CASES = {
+    "unknown_key": ({"train.epoch": 3}, "train.epoch: unknown key"),
+    "wrong_type": ({"train.epochs": "two"}, "train.epochs: must be of type int, got 'two'"),
+    "zero_batch": ({"train.batch_size_per_replica": 0}, "train.batch_size_per_replica: must be >= 1, got 0"),
+    "negative_batch": ({"train.batch_size_per_replica": -8}, "train.batch_size_per_replica: must be >= 1, got -8"),
+    "zero_epochs": ({"train.epochs": 0}, "train.epochs: must be >= 1, got 0"),
+    "zero_replicas": ({"variants": [{"name": "single_fit", "loop": "fit", "replicas": 0}]},
+                      "variants[0].replicas: must be >= 1, got 0"),
+    "image_too_small": ({"data.image_size": 16}, "data.image_size: must be >= 32, got 16"),
+    "unknown_loop": ({"variants": [{"name": "single_fit", "loop": "keras", "replicas": 1}]},
+                     "variants[0].loop: must be one of 'fit' or 'custom', got 'keras'"),
+    "duplicate_variant": ({"variants": [{"name": "a", "loop": "fit", "replicas": 1},
+                                        {"name": "a", "loop": "custom", "replicas": 1}]},
+                          "variants[1].name: duplicate variant name 'a'"),
+    "bad_source": ({"data.source": "ftp"}, "data.source: must be one of"),
+    "bad_sha": ({"data.sha256": "abc"}, "data.sha256: must be 64 hex digits"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_params_exit_2_naming_the_key(workdir: Path, case: str):
+    overrides, needle = CASES[case]
+    write_params(workdir / "params.yaml", tiny_params(**overrides))
+    before = tree_snapshot(workdir / "data")
+    t0 = time.monotonic()
+    proc = run_cli("train", "--variant", "single_fit", cwd=workdir, timeout=30)
+    assert_clean_failure(proc, 2, needle, before, (workdir / "data", workdir / "results"))
+    assert not (workdir / "results").exists()
+    # Fails before TensorFlow is imported (importing it alone takes ~6 s here).
+    assert time.monotonic() - t0 < 5
+
+
+def test_missing_params_file(workdir: Path):
+    proc = run_cli("train", "--variant", "single_fit", "--params", "nope.yaml", cwd=workdir, timeout=30)
+    assert_clean_failure(proc, 2, "nope.yaml: params file not found")
+
+
+def test_yaml_syntax_error(workdir: Path):
+    (workdir / "params.yaml").write_text("train:\n  epochs: [1, 2\n")
+    proc = run_cli("fetch", cwd=workdir, timeout=30)
+    assert_clean_failure(proc, 2, "params.yaml: YAML syntax error at line 3")
+
+
+def test_unknown_variant_name(workdir: Path):
+    proc = run_cli("train", "--variant", "quad_fit", cwd=workdir, timeout=30)
+    line = assert_clean_failure(proc, 2, "variant: unknown variant 'quad_fit'")
+    assert "single_fit" in line  # lists the known ones
+
+
+def test_strong_scaling_indivisible_batch(workdir: Path):
+    write_params(workdir / "params.yaml", tiny_params(**{"train.scaling": "strong", "train.batch_size_per_replica": 5}))
+    proc = run_cli("train", "--variant", "mirrored_fit", cwd=workdir, timeout=30)
+    assert_clean_failure(proc, 2, "must be divisible by 2")
+
+
+def test_more_replicas_than_host_allows(workdir: Path):
+    """0 GPUs here: 2 replicas without emulation is refused, naming the numbers."""
+    write_params(workdir / "params.yaml", tiny_params(**{"train.emulate": False}))
+    proc = run_cli("train", "--variant", "mirrored_fit", cwd=workdir, timeout=120)
+    assert_clean_failure(proc, 1, "2 replicas requested but this host has 0 GPUs")
+    assert not (workdir / "results" / "mirrored_fit.json").exists()
+
+
+def test_gpu_required_but_absent(workdir: Path):
+    write_params(workdir / "params.yaml", tiny_params(**{"train.device": "gpu"}))
+    proc = run_cli("train", "--variant", "single_fit", cwd=workdir, timeout=120)
+    assert_clean_failure(proc, 1, "train.device=gpu but TensorFlow sees no GPU")
