@@ -9,9 +9,11 @@ loop, which does.
 
 Hang-proofing.  A worker whose peers never come blocks inside the strategy
 constructor and ignores SIGTERM, so:
-  * each worker arms a watchdog thread before building the strategy; if the
-    collective set-up has not finished within `multiworker.join_timeout_s` it
-    prints which peers did not answer and leaves with `os._exit(3)`;
+  * each worker starts a watchdog *process* before building the strategy (the
+    blocked constructor holds the GIL, so no thread or signal handler of the
+    worker could run); if the collective set-up has not finished within
+    `multiworker.join_timeout_s` it prints which peers did not answer and
+    SIGKILLs the worker;
   * the launcher starts every worker in its own process group, watches them,
     and on the first failure, on `multiworker.deadline_s`, or on its own
     SIGINT/SIGTERM sends SIGKILL to every group that is still alive.
@@ -31,7 +33,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -78,14 +79,34 @@ def _answers(address: str, timeout: float = 0.5) -> bool:
         return False
 
 
-def _watchdog(workers: list[str], index: int, timeout_s: float, done: threading.Event) -> None:
-    if done.wait(timeout_s):
+def start_watchdog(workers: list[str], index: int, timeout_s: float) -> subprocess.Popen:
+    """A separate watchdog process: the strategy constructor blocks while holding the GIL,
+    so neither a Python thread nor a signal handler of this process can run.  The
+    watchdog waits on a pipe; if we do not close it within `timeout_s`, it names the
+    peers that do not answer and SIGKILLs us.  If we die first, the pipe closes and
+    it exits."""
+    code = "from flowerbench.multiworker import watchdog_child; watchdog_child()"
+    return subprocess.Popen([sys.executable, "-c", code, str(os.getpid()), str(timeout_s), str(index),
+                             json.dumps(workers)], stdin=subprocess.PIPE)
+
+
+def watchdog_child() -> None:
+    import select
+
+    parent, timeout_s, index, workers = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
+    ready, _, _ = select.select([sys.stdin], [], [], timeout_s)
+    if ready:  # the worker closed the pipe (joined) or died
         return
     missing = [f"worker {i} at {a}" for i, a in enumerate(workers) if i != index and not _answers(a)]
-    who = ", ".join(missing) or "no peer refused a connection (a peer may be stuck)"
+    who = ", ".join(missing) or "every peer accepts connections (a peer may be stuck)"
     log(f"worker {index}", f"error: collective set-up did not finish within {timeout_s:g}s "
-        f"(multiworker.join_timeout_s); not answering: {who}")
-    os._exit(3)  # the strategy constructor ignores SIGTERM and exceptions cannot reach it
+        f"(multiworker.join_timeout_s); not answering: {who}; killing worker {index}")
+    print(f"flowerbench worker: error: worker {index} could not join: no answer from {who} within "
+          f"{timeout_s:g}s", file=sys.stderr, flush=True)
+    try:
+        os.kill(parent, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] = None,
@@ -108,9 +129,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     if intra:
         tf.config.threading.set_intra_op_parallelism_threads(intra)
         tf.config.threading.set_inter_op_parallelism_threads(inter)
-    done = threading.Event()
-    threading.Thread(target=_watchdog, args=(workers, index, params.multiworker.join_timeout_s, done),
-                     daemon=True).start()
+    watchdog = start_watchdog(workers, index, params.multiworker.join_timeout_s)
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=tf.distribute.experimental.CommunicationImplementation.RING,
         timeout_seconds=params.multiworker.join_timeout_s)
@@ -128,7 +147,8 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
                             batchnorm=params.model.batchnorm)
         optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
     build_optimizer_in_scope(strategy, model, optimizer)
-    done.set()  # variables exist on every worker: the collectives are up
+    watchdog.stdin.close()  # variables exist on every worker: the collectives are up
+    watchdog.wait()
     log(who, f"joined {len(workers)}-worker job; global batch {batches.global_batch_size}")
     initial = [w.numpy() for w in model.trainable_weights] if dump_weights else None
     cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats)

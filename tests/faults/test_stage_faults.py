@@ -1,0 +1,180 @@
+"""Train, report and multi-worker faults: clear exit codes, no result that looks real, no hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import (assert_clean_failure, cli_env, run_cli, tiny_params, tree_snapshot, write_params)
+
+LONG = {"train.epochs": 400, "train.verbose": "auto"}  # long enough to interrupt mid-epoch
+
+
+def _start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "flowerbench", *args], cwd=cwd, stderr=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, text=True, env=env or cli_env(), start_new_session=True)
+
+
+def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 120) -> list[str]:
+    seen, t0 = [], time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if marker in line:
+            return seen
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError(f"never saw {marker!r}: {''.join(seen)[-2000:]}")
+
+
+@pytest.mark.parametrize("sig,rc,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_signal_mid_epoch_leaves_no_result_and_rerun_completes(workdir, sig, rc, word):
+    write_params(workdir / "params.yaml", tiny_params(**LONG))
+    proc = _start(["train", "--variant", "single_custom"], workdir)
+    _wait_for(proc, "timed epoch 2/400")
+    proc.send_signal(sig)
+    try:
+        rest = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == rc, rest[-2000:]
+    assert f"flowerbench train: {word}" in rest
+    assert not (workdir / "results" / "single_custom.json").exists()
+    assert not [p for p in (workdir / "results").iterdir()]  # no temp file either
+    write_params(workdir / "params.yaml", tiny_params())
+    again = run_cli("train", "--variant", "single_custom", cwd=workdir)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads((workdir / "results" / "single_custom.json").read_text())["epochs"] == 1
+
+
+def test_output_dir_not_writable(workdir):
+    (workdir / "results").write_text("a file where the results folder should be\n")
+    t0 = time.monotonic()
+    proc = run_cli("train", "--variant", "single_fit", cwd=workdir)
+    assert_clean_failure(proc, 1, "results: output directory is not writable")
+    assert time.monotonic() - t0 < 5  # checked before TensorFlow is even imported
+    assert (workdir / "results").read_text().startswith("a file")
+
+
+def test_missing_data_folder(workdir):
+    import shutil
+    shutil.rmtree(workdir / "data" / "flower_photos")
+    proc = run_cli("train", "--variant", "single_fit", cwd=workdir)
+    assert_clean_failure(proc, 1, "data/flower_photos: image folder not found; run `python -m flowerbench fetch`")
+    assert not (workdir / "results" / "single_fit.json").exists()
+
+
+# --------------------------------------------------------------------------- report
+
+@pytest.fixture
+def report_dir(workdir, tmp_path):
+    """results/ with hand-made files for every variant, and a good report already rendered."""
+    from tests.test_report import fake_results
+    fake_results(workdir / "results")
+    ok = run_cli("report", cwd=workdir, timeout=120)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    return workdir
+
+
+def _report_fails(workdir, needle):
+    before = tree_snapshot(workdir / "reports")
+    proc = run_cli("report", cwd=workdir, timeout=120)
+    assert_clean_failure(proc, 1, needle, before, (workdir / "reports",))
+
+
+def test_report_missing_results_file(report_dir):
+    (report_dir / "results" / "mirrored_custom.json").unlink()
+    _report_fails(report_dir, "results/mirrored_custom.json: results file not found")
+
+
+def test_report_results_not_json(report_dir):
+    (report_dir / "results" / "single_custom.json").write_text("{ truncated")
+    _report_fails(report_dir, "results/single_custom.json: not valid JSON")
+
+
+def test_report_results_missing_field(report_dir):
+    path = report_dir / "results" / "mirrored_fit.json"
+    r = json.loads(path.read_text())
+    del r["timed_seconds"]
+    path.write_text(json.dumps(r))
+    _report_fails(report_dir, "results/mirrored_fit.json: missing field(s) timed_seconds")
+
+
+def test_report_mixed_param_sets_warns_and_names_them(report_dir):
+    path = report_dir / "results" / "mirrored_fit.json"
+    r = json.loads(path.read_text())
+    r["params"]["train"]["epochs"] = 7
+    path.write_text(json.dumps(r))
+    proc = run_cli("report", cwd=report_dir, timeout=120)
+    assert proc.returncode == 0
+    assert "warning: results from different param sets: mirrored_fit differ from single_fit" in proc.stderr
+    assert "WARNING: results from different param sets: mirrored_fit" in (report_dir / "reports" / "report.md").read_text()
+    assert json.loads((report_dir / "reports" / "metrics.json").read_text())["warnings"]
+
+
+# --------------------------------------------------------------------------- multi-worker
+
+def test_worker_that_dies_stops_the_job(workdir):
+    write_params(workdir / "params.yaml", tiny_params(**LONG, **{"multiworker.deadline_s": 100}))
+    t0 = time.monotonic()
+    proc = _start(["launch"], workdir)
+    lines = _wait_for(proc, "timed epoch 2/400")
+    pids = {int(l.split("pid ")[1].split()[0]): int(l.split("worker ")[1].split()[0])
+            for l in lines if "started worker" in l}
+    victim = next(p for p, i in pids.items() if i == 1)
+    os.kill(victim, signal.SIGKILL)
+    try:
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1
+    assert time.monotonic() - t0 < 100
+    assert "worker 1 (127.0.0.1:" in err and "killed by signal 9" in err
+    for pid in pids:  # every worker is gone
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    assert not (workdir / "results" / "multiworker_custom.json").exists()
+    assert not [p for p in (workdir / "results").iterdir()]
+
+
+def test_worker_that_never_joins(workdir):
+    """One worker of a 2-worker cluster alone: it names the missing peer and exits within the join deadline."""
+    write_params(workdir / "params.yaml", tiny_params(**{"multiworker.join_timeout_s": 4}))
+    env = cli_env()
+    from flowerbench.multiworker import free_ports
+    a, b = free_ports(2)
+    env["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"127.0.0.1:{a}", f"127.0.0.1:{b}"]},
+                                   "task": {"type": "worker", "index": 0}})
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "flowerbench", "worker", "--out", "results/x.json"], cwd=workdir,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGKILL  # killed by its watchdog
+    assert time.monotonic() - t0 < 30
+    assert f"not answering: worker 1 at 127.0.0.1:{b}" in proc.stderr
+    assert f"flowerbench worker: error: worker 0 could not join: no answer from worker 1 at 127.0.0.1:{b}" \
+        in proc.stderr
+    assert not (workdir / "results" / "x.json").exists()
+
+
+def test_launcher_deadline_kills_everything(workdir):
+    write_params(workdir / "params.yaml", tiny_params(**LONG, **{"multiworker.deadline_s": 8}))
+    t0 = time.monotonic()
+    proc = run_cli("launch", cwd=workdir, timeout=60)
+    assert time.monotonic() - t0 < 30
+    assert_clean_failure(proc, 1, "job exceeded multiworker.deadline_s=8s; killed worker(s) 0, 1")
+    assert not (workdir / "results" / "multiworker_custom.json").exists()
+
+
+def test_worker_without_tf_config(workdir):
+    proc = run_cli("worker", cwd=workdir, timeout=60)
+    assert_clean_failure(proc, 1, "TF_CONFIG is not set")

@@ -1,0 +1,143 @@
+"""Report stage from hand-made results with known numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli, tiny_params, write_params
+
+# variant -> (loop, replicas, timed seconds); tiny_params() declares exactly these (+ multiworker_custom).
+KNOWN = {"single_fit": ("fit", 1, 100.0), "mirrored_fit": ("fit", 2, 60.0), "single_custom": ("custom", 1, 80.0),
+         "mirrored_custom": ("custom", 2, 50.0), "multiworker_custom": ("custom", 2, 70.0)}
+
+
+def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, synthetic: bool) -> dict:
+    epochs = 4
+    per = [seconds / epochs * f for f in (0.9, 1.1, 1.0, 1.0)]
+    return {
+        "variant": name, "loop": loop, "replicas": replicas, "device_kind": kind if replicas > 1 else kind.replace("logical_", ""),
+        "devices": [f"/gpu:{i}" for i in range(replicas)], "gpu_model": "TEST-GPU" if "gpu" in kind else None,
+        "emulated": kind.startswith("logical") and replicas > 1, "cpu_model": "Test CPU", "cpu_count": 2,
+        "global_batch_size": 64 * replicas, "batch_size_per_replica": 64, "scaling": "weak", "image_size": 224,
+        "images_per_epoch": 3670, "epoch_images": [3670] * epochs, "epochs": epochs, "warmup_epochs": 1,
+        "warmup_seconds": 30.0, "epoch_seconds": per, "timed_seconds": seconds, "repeat_seconds": [seconds],
+        "images_per_second": 3670 * epochs / seconds, "final_loss": 0.5, "final_accuracy": 0.8,
+        "data_source": "synthetic" if synthetic else "download", "data_synthetic": synthetic, "pipeline": "files",
+        "params": tiny_params(), "versions": {"python": "3.11", "tensorflow": "2.21.0"}, "git_commit": "abc",
+    }
+
+
+def fake_results(results_dir: Path, kind: str = "logical_cpu", synthetic: bool = True) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for name, (loop, replicas, secs) in KNOWN.items():
+        r = fake_result(name, loop, replicas, secs, kind, synthetic)
+        (results_dir / f"{name}.json").write_text(json.dumps(r))
+
+
+def _report(workdir: Path):
+    proc = run_cli("report", cwd=workdir, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((workdir / "reports" / "metrics.json").read_text())
+
+
+def test_metrics_have_exact_speedups_reductions_efficiencies(workdir):
+    fake_results(workdir / "results")
+    m = _report(workdir)["variants"]
+    assert m["single_fit"]["speedup_vs_baseline"] == 1.0 and m["single_fit"]["reduction_vs_baseline_pct"] == 0.0
+    assert m["mirrored_fit"]["speedup_vs_baseline"] == pytest.approx(100 / 60, abs=1e-6)
+    assert m["mirrored_fit"]["reduction_vs_baseline_pct"] == pytest.approx(40.0, abs=1e-6)
+    assert m["mirrored_fit"]["scaling_efficiency"] == pytest.approx(100 / 60 / 2, abs=1e-6)
+    assert m["mirrored_custom"]["reduction_vs_baseline_pct"] == pytest.approx(50.0, abs=1e-6)
+    assert m["mirrored_custom"]["single_same_loop"] == "single_custom"
+    assert m["mirrored_custom"]["speedup_vs_single_same_loop"] == pytest.approx(1.6, abs=1e-6)
+    assert m["mirrored_custom"]["reduction_vs_single_same_loop_pct"] == pytest.approx(37.5, abs=1e-6)
+    assert m["mirrored_custom"]["scaling_efficiency"] == pytest.approx(0.8, abs=1e-6)
+    assert m["multiworker_custom"]["scaling_efficiency"] == pytest.approx(80 / 70 / 2, abs=1e-6)
+    assert m["mirrored_fit"]["images_per_second"] == pytest.approx(3670 * 4 / 60, abs=1e-5)
+
+
+def test_blog_audit_rederives_62_3_and_67_6(workdir):
+    fake_results(workdir / "results")
+    audit = {a["variant"]: a for a in _report(workdir)["blog_audit"]}
+    assert audit["mirrored_fit"]["derived_reduction_pct"] == 62.3
+    assert audit["mirrored_custom"]["derived_reduction_pct"] == 67.6
+    assert audit["mirrored_fit"]["claimed_reduction_pct"] == 61.0
+    assert audit["mirrored_custom"]["claimed_reduction_pct"] == 67.9
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "| mirrored_fit | 41.66 | 61.0% | 62.3% | -1.3 pp |" in md
+    assert "| mirrored_custom | 35.88 | 67.9% | 67.6% | +0.3 pp |" in md
+
+
+def test_banner_for_emulated_synthetic_runs(workdir):
+    fake_results(workdir / "results", kind="logical_cpu", synthetic=True)
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    head = md.split("## Headline")[0]
+    assert "EMULATION: replicas ran as logical_cpu" in head
+    assert "SYNTHETIC DATA" in head
+    assert "they are not GPU results" in head
+
+
+def test_no_banner_for_gpu_real_runs(workdir):
+    fake_results(workdir / "results", kind="gpu", synthetic=False)
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "EMULATION" not in md and "SYNTHETIC DATA" not in md and "CPU RUN" not in md
+    assert "TEST-GPU" in md
+
+
+def test_html_is_self_contained_and_embeds_every_figure(workdir):
+    from PIL import Image
+
+    fake_results(workdir / "results")
+    _report(workdir)
+    html = (workdir / "reports" / "report.html").read_text()
+    # No reference to anything on the network: no src/href/url() pointing at http(s).
+    assert not re.search(r"""(src|href)\s*=\s*['"]?\s*(https?:)?//""", html, re.I)
+    assert not re.search(r"url\(\s*['\"]?(https?:)?//", html, re.I)
+    assert "<script" not in html.lower() and "<link" not in html.lower()
+    figs = sorted(p.name for p in (workdir / "reports" / "figures").glob("*.png"))
+    assert figs == ["epoch_seconds.png", "timed_seconds.png", "vs_blog.png"]  # 2 replica counts: no scaling plot
+    assert html.count("src='data:image/png;base64,") == len(figs)
+    for f in figs:
+        path = workdir / "reports" / "figures" / f
+        assert path.stat().st_size > 10_000
+        with Image.open(path) as im:
+            im.load()
+            assert im.size[0] > 300 and im.size[1] > 200
+            assert len(im.convert("L").getcolors(maxcolors=1 << 16) or ()) > 20  # not blank
+
+
+def test_scaling_plot_appears_with_more_than_two_replica_counts(workdir):
+    write_params(workdir / "params.yaml", tiny_params(**{"sweep": {"replicas": [4], "loops": ["custom"]}}))
+    fake_results(workdir / "results")
+    r = fake_result("sweep_r4_custom", "custom", 4, 45.0, "logical_cpu", True)
+    (workdir / "results" / "sweep_r4_custom.json").write_text(json.dumps(r))
+    m = _report(workdir)["variants"]
+    assert (workdir / "reports" / "figures" / "scaling.png").stat().st_size > 10_000
+    assert m["sweep_r4_custom"]["scaling_efficiency"] == pytest.approx(80 / 45 / 4, abs=1e-6)
+
+
+def test_timings_csv_is_tidy(workdir):
+    import pandas as pd
+
+    fake_results(workdir / "results")
+    _report(workdir)
+    df = pd.read_csv(workdir / "reports" / "timings.csv")
+    assert list(df.columns[:8]) == ["variant", "loop", "replicas", "device_kind", "phase", "repeat", "epoch", "seconds"]
+    assert len(df) == len(KNOWN) * (1 + 4)  # warm-up row + 4 timed epochs per variant
+    timed = df[df.phase == "timed"].groupby("variant")["seconds"].sum()
+    assert timed["mirrored_fit"] == pytest.approx(60.0, abs=1e-4)
+
+
+def test_generated_text_follows_the_numbers(workdir):
+    fake_results(workdir / "results")
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    shows = md.split("## What this shows")[1].split("##")[0]
+    assert "The fastest variant was mirrored_custom at 50.00 s" in shows
+    assert "On one replica the custom loop was 20.0% faster than fit()" in shows
