@@ -168,7 +168,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
                                   "emulation of a multi-host job" if _local(workers) else "multi-host job"],
                  "physical_gpus": 0, "cpu_model": cpu_model(), "cpu_count": cores, "workers": len(workers),
                  "thread_policy": params.train.thread_policy, "intra_op_threads": intra,
-                 "inter_op_threads": inter, "strategy": type(strategy).__name__,
+                 "inter_op_threads": inter, "strategy": "MultiWorkerMirroredStrategy",
                  "cross_device_ops": "CollectiveAllReduce/RING", "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
                  "num_classes": len(images.class_names), "class_names": images.class_names}
         from . import provenance

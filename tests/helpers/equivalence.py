@@ -1,0 +1,84 @@
+"""Run in a subprocess (devices are configured once per process): one SGD step of the
+distributed code vs the single-device code, printed as JSON.
+
+    python tests/helpers/equivalence.py N out.npz   (N = 1, 2 or 4 replicas)
+
+Each case starts from the same initial weights and the same global batch of 16
+images; N replicas get b' = global / N each.  Uses the project's own model and
+loop code (flowerbench.model, flowerbench.loops) on logical CPU devices.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+cpus = tf.config.list_physical_devices("CPU")
+tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 4)
+
+import keras  # noqa: E402
+
+from flowerbench.loops import build_optimizer_in_scope, make_epoch_fn, make_train_step  # noqa: E402
+from flowerbench.model import build_model  # noqa: E402
+
+GLOBAL = 16
+rng = np.random.default_rng(0)
+X = rng.uniform(0, 255, (GLOBAL, 32, 32, 3)).astype("float32")
+Y = rng.integers(0, 5, GLOBAL).astype("int32")
+
+
+@functools.lru_cache(maxsize=None)
+def strategy(n: int):
+    """One strategy per process: two MirroredStrategy objects reuse collective keys and clash."""
+    if n == 1:
+        return tf.distribute.get_strategy()
+    return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(n)])
+
+
+def initial(batchnorm: str):
+    keras.utils.set_random_seed(1)
+    return build_model("tiny", 32, 5, batchnorm).get_weights()
+
+
+def one_step(n: int, loop: str, batchnorm: str, scale_batch: int | None = None) -> list[np.ndarray]:
+    s = strategy(n)
+    with s.scope():
+        model = build_model("tiny", 32, 5, batchnorm)
+        opt = keras.optimizers.SGD(learning_rate=0.5)
+    model.set_weights(initial(batchnorm))
+    ds = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL)
+    if loop == "fit":
+        model.compile(optimizer=opt, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.fit(ds, epochs=1, verbose=0, shuffle=False)
+    else:
+        build_optimizer_in_scope(s, model, opt)
+        step = make_train_step(s, model, opt, GLOBAL, loss_scale_batch=scale_batch)
+        make_epoch_fn(s, step)(s.experimental_distribute_dataset(ds))
+    return [w.numpy() for w in model.trainable_weights]
+
+
+CASES = {  # name -> (loop, batchnorm, divisor of the loss; None = the global batch)
+    "custom": ("custom", "none", None), "fit": ("fit", "none", None),
+    "custom_misscaled": ("custom", "none", "per_replica"),
+    "bn_local": ("custom", "local", None), "bn_sync": ("custom", "sync", None),
+}
+
+if __name__ == "__main__":
+    # One replica count per process: collective groups of different sizes cannot share a process.
+    n, out = int(sys.argv[1]), sys.argv[2]
+    arrays = {}
+    for name, (loop, bn, div) in CASES.items():
+        w = one_step(n, loop, bn, scale_batch=GLOBAL // n if div else None)
+        arrays[name] = np.concatenate([x.ravel() for x in w])
+    init = initial("none")
+    arrays["init_trainable"] = np.concatenate([x.ravel() for x in init])
+    np.savez(out, **arrays)
+    json.dump({k: v.shape[0] for k, v in arrays.items()}, sys.stdout)

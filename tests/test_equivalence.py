@@ -1,0 +1,67 @@
+"""The distributed math equals the single-device math (real TensorFlow, logical CPU devices).
+
+One SGD step from the same weights on the same global batch of 16 images:
+N replicas x 16/N == 1 replica x 16 for fit and for the custom loop, within 1e-5.
+The tests would fail if the loss were scaled by the per-replica batch (the update
+is then exactly N times too large) or if BatchNorm statistics were per replica.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO, cli_env
+
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def steps(tmp_path_factory) -> dict[int, dict[str, np.ndarray]]:
+    out = {}
+    d = tmp_path_factory.mktemp("eq")
+    for n in (1, 2, 4):
+        path = d / f"r{n}.npz"
+        proc = subprocess.run([sys.executable, str(REPO / "tests" / "helpers" / "equivalence.py"), str(n), str(path)],
+                              capture_output=True, text=True, timeout=240, env=cli_env())
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        with np.load(path) as z:
+            out[n] = {k: z[k] for k in z.files}
+    return out
+
+
+def _maxdiff(a, b) -> float:
+    return float(np.max(np.abs(a - b)))
+
+
+def test_the_step_changes_the_weights(steps):
+    """Guards the other tests: a step that did nothing would make every comparison pass."""
+    assert _maxdiff(steps[1]["custom"], steps[1]["init_trainable"]) > 1e-2
+
+
+def test_fit_and_custom_loop_agree_on_one_replica(steps):
+    assert _maxdiff(steps[1]["fit"], steps[1]["custom"]) < TOL
+
+
+@pytest.mark.parametrize("n", [2, 4])
+@pytest.mark.parametrize("loop", ["custom", "fit"])
+def test_n_replicas_equal_one_replica_with_n_times_the_batch(steps, n, loop):
+    assert _maxdiff(steps[n][loop], steps[1][loop]) < TOL
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_loss_scaled_by_per_replica_batch_gives_n_times_the_update(steps, n):
+    init = steps[1]["init_trainable"]
+    wrong = np.linalg.norm(steps[n]["custom_misscaled"] - init)
+    right = np.linalg.norm(steps[1]["custom"] - init)
+    assert wrong / right == pytest.approx(n, rel=1e-3)
+
+
+def test_per_replica_batchnorm_differs_synchronized_batchnorm_matches(steps):
+    assert _maxdiff(steps[4]["bn_local"], steps[1]["bn_local"]) > 1e-3
+    assert _maxdiff(steps[4]["bn_sync"], steps[1]["bn_sync"]) < TOL
+    assert _maxdiff(steps[2]["bn_sync"], steps[1]["bn_sync"]) < TOL
