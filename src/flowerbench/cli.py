@@ -130,5 +130,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:  # one line for the user; FLOWERBENCH_DEBUG=1 shows the traceback
         if os.environ.get("FLOWERBENCH_DEBUG"):
             raise
-        print(f"flowerbench {args.command}: error: {exc}".splitlines()[0], file=sys.stderr)
+        print(f"flowerbench {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def one_line(exc: BaseException) -> str:
+    """The line of an exception that says what went wrong.  TensorFlow's graph errors
+    start with "Graph execution error:" and bury the cause under the trace."""
+    lines = [l.strip() for l in str(exc).splitlines() if l.strip()]
+    if not lines:
+        return type(exc).__name__
+    if len(lines) > 1 and lines[0].endswith(":"):
+        noise = ("File ", "Detected at", "Cf.", "[[", "^", "The error could be")
+        for line in lines[1:]:
+            if not line.startswith(noise) and "root error(s) found" not in line:
+                return f"{lines[0]} {line.removeprefix('(0) ')}"
+    return lines[0]

@@ -45,6 +45,18 @@ def batch_sizes(params: Params, replicas: int) -> Batches:
     return Batches(b // replicas, b)
 
 
+def check_known_failures(params: Params, variant: Variant) -> None:
+    """Refuse, before any work, combinations that Keras 3.15 / TF 2.21 cannot run (measured here)."""
+    if variant.replicas > 1 and variant.loop == "fit" and params.train.steps_per_execution > 1:
+        raise ParamsError(f"train.steps_per_execution: {params.train.steps_per_execution} with fit() on "
+                          f"{variant.replicas} replicas fails in Keras 3 (\"You must feed a value for placeholder "
+                          f"tensor\", keras-team/keras#19246); use 1, or the custom loop (one tf.function per epoch)")
+    if variant.replicas > 1 and params.train.jit_compile and params.train.device != "gpu":
+        raise ParamsError(f"train.jit_compile: XLA cannot use mirrored variables on {variant.replicas} emulated "
+                          f"devices (\"Trying to access resource ... located in device CPU:1 from device CPU:0\"); "
+                          f"use jit_compile on one replica or on real GPUs (train.device=gpu)")
+
+
 def log(variant: str, msg: str) -> None:
     print(f"[train {variant}] {msg}", file=sys.stderr, flush=True)
 
@@ -125,6 +137,7 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
     check_writable(out_path.parent)          # fail now, not after an hour of training
     out_path.unlink(missing_ok=True)         # a stale result must never pass for this run's
     batches = batch_sizes(params, variant.replicas)
+    check_known_failures(params, variant)
     images = list_images(paths.FLOWERS, params.seed, params.data.max_images)
     started = provenance.now()
 
@@ -158,7 +171,7 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
     hook = epoch_printer(variant.name, params.train.verbose)
     t0 = time.perf_counter()
     if variant.loop == "fit":
-        res = run_fit(model, optimizer, dataset, len(images.files), cfg, hook)
+        res = run_fit(strategy, model, optimizer, dataset, len(images.files), cfg, hook)
     else:
         res = run_custom(strategy, model, optimizer, dataset, batches.global_batch_size, cfg, hook)
     extra = {"device_kind": plan.device_kind, "devices": plan.devices, "gpu_model": plan.gpu_model,

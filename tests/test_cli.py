@@ -1,0 +1,30 @@
+"""CLI plumbing: help on every subcommand, one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowerbench.cli import build_parser, one_line
+from tests.conftest import run_cli
+
+STAGES = ["fetch", "train", "report", "worker", "launch", "preflight", "exp-args"]
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_subcommand_has_help(stage):
+    proc = run_cli(stage, "--help", timeout=30)
+    assert proc.returncode == 0 and "--params" in proc.stdout
+
+
+def test_parser_lists_every_stage():
+    text = build_parser().format_help()
+    assert all(s in text for s in STAGES)
+
+
+def test_tensorflow_graph_errors_are_reduced_to_their_cause():
+    msg = ("Graph execution error:\n\nDetected at node x defined at:\n  File \"a.py\", line 1\n\n"
+           "2 root error(s) found.\n  (0) INVALID_ARGUMENT:  You must feed a value for placeholder tensor 'p'\n"
+           "\t [[{{node p}}]]")
+    assert one_line(RuntimeError(msg)) == ("Graph execution error: INVALID_ARGUMENT:  You must feed a value for "
+                                          "placeholder tensor 'p'")
+    assert one_line(ValueError("plain message\nsecond")) == "plain message"

@@ -1,0 +1,107 @@
+"""Train stage end to end on tiny data: every variant kind, the knobs, and what the result records."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import run_cli, tiny_params, write_params
+
+FIELDS = ("variant", "loop", "replicas", "device_kind", "devices", "gpu_model", "batch_size_per_replica",
+          "global_batch_size", "image_size", "images_per_epoch", "steps_per_epoch", "warmup_epochs", "epochs",
+          "warmup_seconds", "epoch_seconds", "timed_seconds", "images_per_second", "final_loss", "final_accuracy",
+          "data_source", "params", "versions", "git_commit", "hostname", "cpu_count", "cpu_model", "started_at",
+          "thread_policy", "intra_op_threads", "inter_op_threads", "cross_device_ops")
+
+
+def _train(workdir, variant: str, **overrides) -> dict:
+    if overrides:
+        write_params(workdir / "params.yaml", tiny_params(**overrides))
+    proc = run_cli("train", "--variant", variant, cwd=workdir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((workdir / "results" / f"{variant}.json").read_text())
+
+
+@pytest.mark.parametrize("variant,loop,replicas", [("single_fit", "fit", 1), ("mirrored_fit", "fit", 2),
+                                                   ("single_custom", "custom", 1), ("mirrored_custom", "custom", 2)])
+def test_blog_variants_record_what_produced_them(workdir, variant, loop, replicas):
+    r = _train(workdir, variant, **{"train.epochs": 2})
+    missing = [f for f in FIELDS if f not in r]
+    assert not missing
+    assert (r["variant"], r["loop"], r["replicas"]) == (variant, loop, replicas)
+    assert r["device_kind"] == ("cpu" if replicas == 1 else "logical_cpu")
+    assert r["devices"] == [f"/cpu:{i}" for i in range(replicas)] and r["gpu_model"] is None
+    assert r["global_batch_size"] == 4 * replicas and r["batch_size_per_replica"] == 4
+    # 30 images: the last partial batch is counted too.
+    assert r["images_per_epoch"] == 30 and r["epoch_images"] == [30, 30]
+    assert r["steps_per_epoch"] == -(-30 // (4 * replicas))
+    assert len(r["epoch_seconds"]) == 2 and r["timed_seconds"] == pytest.approx(sum(r["epoch_seconds"]))
+    assert r["images_per_second"] == pytest.approx(60 / r["timed_seconds"])
+    assert r["warmup_seconds"] > 0
+    assert 0 < r["final_loss"] < 10 and 0 <= r["final_accuracy"] <= 1
+    assert r["data_source"] == "synthetic" and r["data_synthetic"] is True
+    assert r["params"]["train"]["epochs"] == 2 and r["versions"]["tensorflow"] == "2.21.0"
+    if replicas > 1:  # the thread budget for logical CPU replicas
+        assert r["thread_policy"] == "per_replica" and r["inter_op_threads"] == replicas
+        assert r["intra_op_threads"] == max(1, r["cpu_count"] // replicas)
+        assert r["strategy"] == "MirroredStrategy" and r["cross_device_ops"] == "CollectiveAllReduce"
+
+
+def test_same_seed_same_training(workdir):
+    """Op determinism on: two runs of the same variant give the same losses."""
+    a = _train(workdir, "single_custom", **{"train.deterministic": True, "train.epochs": 2})
+    b = _train(workdir, "single_custom")
+    assert a["epoch_loss"] == b["epoch_loss"] and a["final_accuracy"] == b["final_accuracy"]
+
+
+def test_repeats_and_strong_scaling(workdir):
+    r = _train(workdir, "mirrored_custom", **{"train.scaling": "strong", "train.batch_size_per_replica": 8,
+                                              "train.repeats": 3, "train.epochs": 1})
+    assert r["global_batch_size"] == 8 and r["batch_size_per_replica"] == 4 and r["scaling"] == "strong"
+    assert len(r["repeat_seconds"]) == 3 and len(r["epoch_seconds"]) == 3
+    assert r["timed_seconds"] == pytest.approx(sorted(r["repeat_seconds"])[1])  # the median repeat
+
+
+@pytest.mark.parametrize("knob", [{"data.pipeline": "synthetic"}, {"train.mixed_precision": True},
+                                  {"train.jit_compile": True}, {"train.steps_per_execution": 3},
+                                  {"train.thread_policy": "tf_default"}])
+def test_knobs_run_on_cpu_at_tiny_size(workdir, knob):
+    # XLA and steps_per_execution run on one replica; on emulated replicas they are refused (below).
+    variant = "single_fit" if ("train.jit_compile" in knob or "train.steps_per_execution" in knob) else "mirrored_fit"
+    r = _train(workdir, variant, **knob)
+    key, value = next(iter(knob.items()))
+    section, leaf = key.split(".")
+    assert r["params"][section][leaf] == value
+    assert r["images_per_epoch"] == 30 and r["timed_seconds"] > 0
+    if key == "data.pipeline":
+        assert r["pipeline"] == "synthetic"
+    if key == "train.thread_policy":
+        assert r["intra_op_threads"] == 0 and r["inter_op_threads"] == 0
+
+
+def test_mixed_precision_custom_loop(workdir):
+    r = _train(workdir, "mirrored_custom", **{"train.mixed_precision": True})
+    assert r["mixed_precision"] is True and r["final_loss"] == r["final_loss"]  # not NaN
+
+
+@pytest.mark.parametrize("knob,variant,needle", [
+    ({"train.steps_per_execution": 3}, "mirrored_fit", "keras-team/keras#19246"),
+    ({"train.jit_compile": True}, "mirrored_custom", "XLA cannot use mirrored variables on 2 emulated devices")])
+def test_known_keras_failures_are_refused_up_front(workdir, knob, variant, needle):
+    write_params(workdir / "params.yaml", tiny_params(**knob))
+    proc = run_cli("train", "--variant", variant, cwd=workdir, timeout=30)
+    assert proc.returncode == 2 and needle in proc.stderr
+    assert not (workdir / "results" / f"{variant}.json").exists()
+
+
+def test_multiworker_variant_is_refused_by_train(workdir):
+    proc = run_cli("train", "--variant", "multiworker_custom", cwd=workdir, timeout=30)
+    assert proc.returncode == 2 and "runs under `python -m flowerbench launch`" in proc.stderr
+
+
+@pytest.mark.slow
+def test_resnet50_trains_end_to_end(workdir):
+    """The default architecture, at the smallest size it accepts."""
+    r = _train(workdir, "mirrored_custom", **{"model.arch": "resnet50", "data.max_images": 16})
+    assert r["model"] == "resnet50" and r["parameter_count"] > 23_000_000
