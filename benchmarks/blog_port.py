@@ -1,0 +1,135 @@
+"""The blog's code, ported to today's Keras and nothing more: the peer `make bench` measures us against.
+
+    python benchmarks/blog_port.py --data DIR --loop fit|custom --replicas N --image-size 32 \
+        --batch-size 32 --epochs 2 [--out result.json]
+
+Written from the seed post.  Changes, each one required by Keras 3 / this host:
+  * `Lambda(preprocess_input, input_shape=...)` -> `Input(shape)` then `Lambda(preprocess_input)`
+    (a Lambda needs an Input first in Keras 3);
+  * `Reduction.NONE` -> `reduction=None`, `reset_states()` -> `reset_state()`;
+  * `optimizer.build(model.trainable_variables)` inside `strategy.scope()` before the custom loop
+    (keras-team/keras#23085: Adam under >= 2 replicas fails without it);
+  * image size, batch size, epochs and the data folder come from the command line, and on a host
+    without GPUs the replicas are logical CPU devices (the blog used 4 V100s);
+  * the timed seconds are printed as one JSON line so the benchmark can read them.
+Everything else is the post's: image_dataset_from_directory(seed=123) with no cache and no
+prefetch, ResNet50(weights=None), Adam, one warm-up epoch, time.time() around the timed epochs.
+"""
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # the same kernels our pipeline uses
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--data", required=True)
+parser.add_argument("--loop", choices=["fit", "custom"], required=True)
+parser.add_argument("--replicas", type=int, default=1)
+parser.add_argument("--image-size", type=int, default=224)
+parser.add_argument("--batch-size", type=int, default=64)
+parser.add_argument("--epochs", type=int, default=10)
+parser.add_argument("--out")
+args = parser.parse_args()
+
+import tensorflow as tf  # noqa: E402
+
+if args.replicas > 1 and len(tf.config.list_physical_devices("GPU")) < args.replicas:
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * args.replicas)
+
+data_dir = args.data
+batch_size = args.batch_size
+img_height = img_width = args.image_size
+EPOCHS_TO_TRAIN = args.epochs
+num_gpus = args.replicas
+global_batch_size = batch_size * num_gpus
+
+train_ds = tf.keras.utils.image_dataset_from_directory(
+    data_dir, seed=123, image_size=(img_height, img_width), batch_size=global_batch_size)
+num_classes = len(train_ds.class_names)
+
+
+def get_model():
+    resnet = tf.keras.applications.resnet.ResNet50(
+        weights=None, include_top=True, classes=num_classes, classifier_activation=None,
+        input_shape=(img_height, img_width, 3))
+    return tf.keras.Sequential([
+        tf.keras.Input(shape=(img_height, img_width, 3)),
+        tf.keras.layers.Lambda(tf.keras.applications.resnet50.preprocess_input),
+        resnet,
+    ])
+
+
+def get_compiled_model():
+    model = get_model()
+    model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    return model
+
+
+if num_gpus > 1:
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(num_gpus)]
+                                              if not tf.config.list_physical_devices("GPU") else None)
+else:
+    strategy = tf.distribute.get_strategy()
+
+if args.loop == "fit":
+    with strategy.scope():
+        model = get_compiled_model()
+    # Run single epoch of training to avoid cold start affecting time
+    model.fit(train_ds, epochs=1, verbose=0)
+    start_time = time.time()
+    history = model.fit(train_ds, epochs=EPOCHS_TO_TRAIN, verbose=0)
+    seconds = time.time() - start_time
+    final_loss = float(history.history["loss"][-1])
+else:
+    with strategy.scope():
+        model = get_model()
+        optimizer = tf.keras.optimizers.Adam()
+        optimizer.build(model.trainable_variables)
+        train_accuracy = tf.keras.metrics.SparseCategoricalAccuracy(name="train_accuracy")
+        loss_object = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=None)
+
+        def loss_fn(labels, predictions):
+            per_example_loss = loss_object(labels, predictions)
+            return tf.nn.compute_average_loss(per_example_loss, global_batch_size=global_batch_size)
+
+    def train_step(train_x, train_y):
+        with tf.GradientTape() as tape:
+            y_pred = model(train_x, training=True)
+            loss = loss_fn(train_y, y_pred)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        train_accuracy.update_state(train_y, y_pred)
+        return loss
+
+    @tf.function
+    def distributed_training_epoch(dataset):
+        total_loss = 0.0
+        num_batches = 0.0
+        for train_x, train_y in dataset:
+            per_replica_losses = strategy.run(train_step, args=(train_x, train_y))
+            total_loss += strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica_losses, axis=None)
+            num_batches += 1
+        epoch_loss = total_loss / num_batches
+        return epoch_loss
+
+    train_dataset_distributed = strategy.experimental_distribute_dataset(train_ds)
+    # Run single epoch of training to avoid cold start affecting time
+    train_loss = distributed_training_epoch(train_dataset_distributed)
+    train_accuracy.reset_state()
+    start_time = time.time()
+    for epoch in range(EPOCHS_TO_TRAIN):
+        train_loss = distributed_training_epoch(train_dataset_distributed)
+        train_accuracy.reset_state()
+    seconds = time.time() - start_time
+    final_loss = float(train_loss)
+
+line = {"timed_seconds": seconds, "final_loss": final_loss, "loop": args.loop, "replicas": num_gpus}
+print(json.dumps(line), flush=True)
+if args.out:
+    with open(args.out, "w") as fh:
+        json.dump(line, fh)

@@ -1,0 +1,59 @@
+"""The params schema (pure Python, no TensorFlow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowerbench.config import Params, ParamsError, load_params, resolved_dict, validate
+from flowerbench.train import batch_sizes
+from tests.conftest import tiny_params
+
+
+def test_defaults_are_the_blogs_variants():
+    p = Params()
+    assert p.seed == 123 and p.model.arch == "resnet50"
+    assert [(v.name, v.loop, v.replicas) for v in p.variants] == [
+        ("single_fit", "fit", 1), ("mirrored_fit", "fit", 4), ("single_custom", "custom", 1),
+        ("mirrored_custom", "custom", 4)]
+
+
+def test_all_variants_expands_the_sweep_and_multiworker():
+    p = validate(tiny_params(sweep={"replicas": [2, 8], "loops": ["fit", "custom"]}))
+    names = [v.name for v in p.all_variants()]
+    assert names[-5:] == ["sweep_r2_fit", "sweep_r2_custom", "sweep_r8_fit", "sweep_r8_custom", "multiworker_custom"]
+    assert p.variant("sweep_r8_custom").replicas == 8 and p.variant("multiworker_custom").replicas == 2
+
+
+def test_resolved_params_round_trip():
+    p = validate(tiny_params())
+    assert validate(resolved_dict(p)) == p
+
+
+def test_params_are_frozen():
+    with pytest.raises(Exception):
+        Params().train.epochs = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("raw,needle", [
+    ({"train": {"epochs": True}}, "train.epochs: must be of type int"),
+    ({"data": {"max_images": 0}}, "data.max_images: must be >= 1, got 0"),
+    ({"sweep": {"replicas": [2, 0]}}, "sweep.replicas: each entry must be between 1 and 64, got 0"),
+    ([1, 2], "top level must be a mapping"),
+])
+def test_validation_messages_name_the_key(raw, needle):
+    with pytest.raises(ParamsError) as e:
+        validate(raw, "p.yaml")
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_empty_file_means_defaults(tmp_path):
+    (tmp_path / "p.yaml").write_text("")
+    assert load_params(tmp_path / "p.yaml") == Params()
+
+
+@pytest.mark.parametrize("scaling,replicas,expected", [("weak", 4, (32, 128)), ("strong", 4, (8, 32)),
+                                                      ("weak", 1, (32, 32)), ("strong", 1, (32, 32))])
+def test_global_batch_size(scaling, replicas, expected):
+    p = validate(tiny_params(**{"train.scaling": scaling, "train.batch_size_per_replica": 32}))
+    b = batch_sizes(p, replicas)
+    assert (b.batch_size_per_replica, b.global_batch_size) == expected
