@@ -45,10 +45,11 @@ def test_the_step_changes_the_weights(steps):
 
 def test_fit_and_custom_loop_agree_on_one_replica(steps):
     assert _maxdiff(steps[1]["fit"], steps[1]["custom"]) < TOL
+    assert _maxdiff(steps[1]["custom_step"], steps[1]["custom"]) < TOL  # train.custom_graph=step
 
 
 @pytest.mark.parametrize("n", [2, 4])
-@pytest.mark.parametrize("loop", ["custom", "fit"])
+@pytest.mark.parametrize("loop", ["custom", "fit", "custom_step"])
 def test_n_replicas_equal_one_replica_with_n_times_the_batch(steps, n, loop):
     assert _maxdiff(steps[n][loop], steps[1][loop]) < TOL
 

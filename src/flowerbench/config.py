@@ -72,6 +72,8 @@ class TrainParams(_Section):
     mixed_precision: bool = False
     jit_compile: bool = False
     steps_per_execution: int = Field(1, ge=1, le=1000)
+    # custom loop: epoch = the whole epoch in one tf.function (the blog); step = one per batch
+    custom_graph: Literal["epoch", "step"] = "epoch"
     device: Literal["auto", "gpu", "cpu"] = "auto"
     emulate: bool = True
     thread_policy: Literal["per_replica", "tf_default"] = "per_replica"

@@ -32,6 +32,7 @@ class LoopConfig:
     jit_compile: bool = False
     steps_per_execution: int = 1
     keras_verbose: int = 0
+    custom_graph: str = "epoch"
 
 
 @dataclass
@@ -139,21 +140,41 @@ def make_train_step(strategy, model, optimizer, global_batch_size: int, jit_comp
     return tf.function(step, jit_compile=True) if jit_compile else step
 
 
-def make_epoch_fn(strategy, step):
-    """The blog's whole-epoch `tf.function` over a distributed dataset."""
+def make_epoch_fn(strategy, step, graph: str = "epoch"):
+    """One epoch over a distributed dataset -> (sum of losses, correct, count).
+
+    graph="epoch": the blog's design, the whole epoch inside one `tf.function`
+    (AutoGraph turns the loop into a tf.while_loop).  graph="step": one
+    `tf.function` per global batch driven from Python, as Keras' own fit() does.
+    On the 2-core CPU host the while_loop form ran ResNet50 2.7x slower (18.2 s
+    vs 6.7 s for 2 epochs of 320 images at 32 px): see README, Performance."""
     import tensorflow as tf
+
+    def reduced(x, y):
+        per_replica = strategy.run(step, args=(x, y))
+        _, ls, c, n = (strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None) for t in per_replica)
+        return ls, c, n
 
     @tf.function
     def epoch(dist_dataset):
         zero = tf.constant(0.0)
         loss_sum, correct, count = zero, zero, zero
         for x, y in dist_dataset:
-            per_replica = strategy.run(step, args=(x, y))
-            _, ls, c, n = (strategy.reduce(tf.distribute.ReduceOp.SUM, t, axis=None) for t in per_replica)
+            ls, c, n = reduced(x, y)
             loss_sum, correct, count = loss_sum + ls, correct + c, count + n
         return loss_sum, correct, count
 
-    return epoch
+    if graph == "epoch":
+        return epoch
+    step_fn = tf.function(reduced)
+
+    def epoch_from_python(dist_dataset):
+        totals = [tf.constant(0.0)] * 3
+        for x, y in dist_dataset:
+            totals = [t + v for t, v in zip(totals, step_fn(x, y))]  # stays on device: no sync per step
+        return tuple(totals)
+
+    return epoch_from_python
 
 
 def build_optimizer_in_scope(strategy, model, optimizer):
@@ -167,7 +188,7 @@ def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg:
                on_epoch: Optional[EpochHook] = None) -> LoopResult:
     build_optimizer_in_scope(strategy, model, optimizer)
     step = make_train_step(strategy, model, optimizer, global_batch_size, jit_compile=cfg.jit_compile)
-    epoch_fn = make_epoch_fn(strategy, step)
+    epoch_fn = make_epoch_fn(strategy, step, cfg.custom_graph)
     dist = strategy.experimental_distribute_dataset(dataset)
     res = LoopResult()
 

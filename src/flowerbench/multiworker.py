@@ -151,7 +151,8 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     watchdog.wait()
     log(who, f"joined {len(workers)}-worker job; global batch {batches.global_batch_size}")
     initial = [w.numpy() for w in model.trainable_weights] if dump_weights else None
-    cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats)
+    cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
+                     custom_graph=params.train.custom_graph)
     res = run_custom(strategy, model, optimizer, dataset, batches.global_batch_size, cfg,
                      epoch_printer(f"{VARIANT} {who}", params.train.verbose) if index == 0 else None)
     if index == 0 and out:

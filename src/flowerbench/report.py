@@ -342,10 +342,14 @@ def findings(results: list[dict], metrics: dict, baseline: str) -> str:
     """A paragraph generated from the numbers."""
     by = {r["variant"]: r for r in results}
     fastest = min(metrics, key=lambda v: metrics[v]["timed_seconds"])
-    parts = [f"The fastest variant was {fastest} at {metrics[fastest]['timed_seconds']:.2f} s "
-             f"({metrics[fastest]['images_per_second']:.1f} img/s), "
-             f"{metrics[fastest]['reduction_vs_baseline_pct']:+.1f}% vs {baseline} "
-             f"({metrics[baseline]['timed_seconds']:.2f} s)."]
+    if fastest == baseline:
+        parts = [f"The baseline {baseline} was the fastest variant ({metrics[baseline]['timed_seconds']:.2f} s, "
+                 f"{metrics[baseline]['images_per_second']:.1f} img/s): no other variant reduced the time."]
+    else:
+        parts = [f"The fastest variant was {fastest} at {metrics[fastest]['timed_seconds']:.2f} s "
+                 f"({metrics[fastest]['images_per_second']:.1f} img/s), a "
+                 f"{metrics[fastest]['reduction_vs_baseline_pct']:.1f}% reduction vs {baseline} "
+                 f"({metrics[baseline]['timed_seconds']:.2f} s)."]
     multi = [v for v, m in metrics.items() if m["replicas"] > 1 and "scaling_efficiency" in m]
     if multi:
         best = max(multi, key=lambda v: metrics[v]["scaling_efficiency"])

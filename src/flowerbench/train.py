@@ -117,7 +117,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, n_images: int,
         "timed_seconds": timed, "images_per_second": images_timed / timed,
         "final_loss": res.final_loss, "final_accuracy": res.final_accuracy,
         "mixed_precision": params.train.mixed_precision, "jit_compile": params.train.jit_compile,
-        "steps_per_execution": params.train.steps_per_execution,
+        "steps_per_execution": params.train.steps_per_execution, "custom_graph": params.train.custom_graph,
     }
     out.update(extra)
     out.update(data_provenance())
@@ -167,7 +167,7 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
                      params.train.jit_compile, params.train.steps_per_execution,
-                     keras_verbose(params.train.verbose))
+                     keras_verbose(params.train.verbose), params.train.custom_graph)
     hook = epoch_printer(variant.name, params.train.verbose)
     t0 = time.perf_counter()
     if variant.loop == "fit":

@@ -48,7 +48,8 @@ def initial(batchnorm: str):
     return build_model("tiny", 32, 5, batchnorm).get_weights()
 
 
-def one_step(n: int, loop: str, batchnorm: str, scale_batch: int | None = None) -> list[np.ndarray]:
+def one_step(n: int, loop: str, batchnorm: str, scale_batch: int | None = None,
+             graph: str = "epoch") -> list[np.ndarray]:
     s = strategy(n)
     with s.scope():
         model = build_model("tiny", 32, 5, batchnorm)
@@ -61,12 +62,12 @@ def one_step(n: int, loop: str, batchnorm: str, scale_batch: int | None = None) 
     else:
         build_optimizer_in_scope(s, model, opt)
         step = make_train_step(s, model, opt, GLOBAL, loss_scale_batch=scale_batch)
-        make_epoch_fn(s, step)(s.experimental_distribute_dataset(ds))
+        make_epoch_fn(s, step, graph)(s.experimental_distribute_dataset(ds))
     return [w.numpy() for w in model.trainable_weights]
 
 
 CASES = {  # name -> (loop, batchnorm, divisor of the loss; None = the global batch)
-    "custom": ("custom", "none", None), "fit": ("fit", "none", None),
+    "custom": ("custom", "none", None), "fit": ("fit", "none", None), "custom_step": ("custom_step", "none", None),
     "custom_misscaled": ("custom", "none", "per_replica"),
     "bn_local": ("custom", "local", None), "bn_sync": ("custom", "sync", None),
 }
@@ -76,7 +77,8 @@ if __name__ == "__main__":
     n, out = int(sys.argv[1]), sys.argv[2]
     arrays = {}
     for name, (loop, bn, div) in CASES.items():
-        w = one_step(n, loop, bn, scale_batch=GLOBAL // n if div else None)
+        w = one_step(n, loop.split("_")[0], bn, scale_batch=GLOBAL // n if div else None,
+                     graph="step" if loop.endswith("_step") else "epoch")
         arrays[name] = np.concatenate([x.ravel() for x in w])
     init = initial("none")
     arrays["init_trainable"] = np.concatenate([x.ravel() for x in init])
