@@ -66,3 +66,5 @@ def test_per_replica_batchnorm_differs_synchronized_batchnorm_matches(steps):
     assert _maxdiff(steps[4]["bn_local"], steps[1]["bn_local"]) > 1e-3
     assert _maxdiff(steps[4]["bn_sync"], steps[1]["bn_sync"]) < TOL
     assert _maxdiff(steps[2]["bn_sync"], steps[1]["bn_sync"]) < TOL
+    for n in (2, 4):  # and in fit()
+        assert _maxdiff(steps[n]["fit_bn_sync"], steps[1]["fit_bn_sync"]) < TOL

@@ -76,3 +76,15 @@ def test_kubernetes_recipe_is_an_indexed_job():
     assert "JOB_COMPLETION_INDEX" in script and "python -m flowerbench worker" in script
     env = {e["name"]: e["value"] for e in job["template"]["spec"]["containers"][0]["env"]}
     assert int(env["WORKERS"]) == job["completions"]
+
+
+def test_reproduce_blog_stops_before_any_work_without_four_gpus(tmp_path):
+    """This host has no GPU: the preflight of `make reproduce-blog` refuses, naming the numbers."""
+    from tests.conftest import run_cli
+
+    proc = run_cli("preflight", "--params", str(REPO / "params-blog.yaml"), cwd=tmp_path, timeout=120)
+    assert proc.returncode == 1
+    assert "train.device=gpu but this host has no GPU; the blog's run needs 4 GPUs" in proc.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing was written
+    ok = run_cli("preflight", "--params", str(REPO / "params.yaml"), cwd=tmp_path, timeout=120)
+    assert ok.returncode == 0 and "the variants need up to 4 replica(s)" in ok.stdout

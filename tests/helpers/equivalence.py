@@ -70,6 +70,7 @@ CASES = {  # name -> (loop, batchnorm, divisor of the loss; None = the global ba
     "custom": ("custom", "none", None), "fit": ("fit", "none", None), "custom_step": ("custom_step", "none", None),
     "custom_misscaled": ("custom", "none", "per_replica"),
     "bn_local": ("custom", "local", None), "bn_sync": ("custom", "sync", None),
+    "fit_bn_sync": ("fit", "sync", None),
 }
 
 if __name__ == "__main__":
