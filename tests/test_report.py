@@ -141,3 +141,25 @@ def test_generated_text_follows_the_numbers(workdir):
     shows = md.split("## What this shows")[1].split("##")[0]
     assert "The fastest variant was mirrored_custom at 50.00 s" in shows
     assert "On one replica the custom loop was 20.0% faster than fit()" in shows
+
+
+def _chromium():
+    import shutil
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium installed (apt-get install chromium)")
+def test_report_renders_offline_in_headless_chromium(workdir):
+    import subprocess
+    from PIL import Image
+
+    fake_results(workdir / "results")
+    _report(workdir)
+    shot = workdir / "shot.png"
+    # Networking off: every host resolves to nothing and every request goes to a dead proxy.
+    subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
+                    "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1200,3000", f"--screenshot={shot}",
+                    (workdir / "reports" / "report.html").as_uri()], check=True, capture_output=True, timeout=120)
+    with Image.open(shot) as im:
+        colours = im.convert("RGB").getcolors(maxcolors=1 << 20) or []
+    assert len(colours) > 500  # text, tables and the embedded figures, not a blank page
