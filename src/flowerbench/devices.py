@@ -92,6 +92,17 @@ def thread_budget(policy: str, replicas: int, cores: int) -> tuple[int, int]:
     return max(1, cores // replicas), replicas
 
 
+def apply_thread_budget(policy: str, replicas: int) -> tuple[int, int]:
+    """Set TensorFlow's thread pools for `replicas` replicas sharing this host (before any op)."""
+    import tensorflow as tf
+
+    intra, inter = thread_budget(policy, replicas, cpu_count())
+    if intra:
+        tf.config.threading.set_intra_op_parallelism_threads(intra)
+        tf.config.threading.set_inter_op_parallelism_threads(inter)
+    return intra, inter
+
+
 def plan_devices(replicas: int, train: TrainParams) -> DevicePlan:
     """Configure TensorFlow's devices for `replicas` replicas and describe them."""
     import tensorflow as tf
@@ -126,10 +137,7 @@ def plan_devices(replicas: int, train: TrainParams) -> DevicePlan:
     if replicas > 1 and not train.emulate:
         raise DeviceError(f"{replicas} replicas requested but this host has 0 GPUs; "
                           f"set train.emulate=true to run them as logical CPU devices")
-    intra, inter = thread_budget(train.thread_policy, replicas, cores)
-    if intra:
-        tf.config.threading.set_intra_op_parallelism_threads(intra)
-        tf.config.threading.set_inter_op_parallelism_threads(inter)
+    intra, inter = apply_thread_budget(train.thread_policy, replicas)
     base.update(intra_op_threads=intra, inter_op_threads=inter)
     if replicas == 1:
         return DevicePlan(device_kind="cpu", devices=["/cpu:0"], gpu_model=None, emulated=False, **base)

@@ -112,7 +112,7 @@ def watchdog_child() -> None:
 def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] = None,
                 dump_weights: Optional[str] = None, params_path: str = "params.yaml") -> int:
     from .dataset import build_dataset, list_images
-    from .devices import cpu_count, cpu_model, thread_budget
+    from .devices import apply_thread_budget, cpu_count, cpu_model
     from .train import Batches, configure_tensorflow, epoch_printer, summarise
 
     variant = params.variant(variant_name)
@@ -125,10 +125,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     import tensorflow as tf
 
     cores = cpu_count()
-    intra, inter = thread_budget(params.train.thread_policy, len(workers), cores)
-    if intra:
-        tf.config.threading.set_intra_op_parallelism_threads(intra)
-        tf.config.threading.set_inter_op_parallelism_threads(inter)
+    intra, inter = apply_thread_budget(params.train.thread_policy, len(workers))
     watchdog = start_watchdog(workers, index, params.multiworker.join_timeout_s)
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=tf.distribute.experimental.CommunicationImplementation.RING,
@@ -170,12 +167,11 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
                  "physical_gpus": 0, "cpu_model": cpu_model(), "cpu_count": cores, "workers": len(workers),
                  "thread_policy": params.train.thread_policy, "intra_op_threads": intra,
                  "inter_op_threads": inter, "strategy": "MultiWorkerMirroredStrategy",
-                 "cross_device_ops": "CollectiveAllReduce/RING", "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
-                 "num_classes": len(images.class_names), "class_names": images.class_names}
+                 "cross_device_ops": "CollectiveAllReduce/RING"}
         from . import provenance
         extra["started_at"] = extra["finished_at"] = provenance.now()
         result = summarise(variant.model_copy(update={"replicas": len(workers)}), params, batches,
-                           len(images.files), res, extra)
+                           images, res, extra)
         atomic_write(out, json.dumps(result, indent=2, sort_keys=True) + "\n")
     log(who, f"done: timed {statistics.median(res.repeat_seconds):.2f}s")
     return 0

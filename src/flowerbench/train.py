@@ -97,9 +97,11 @@ def configure_tensorflow(params: Params):
         keras.mixed_precision.set_global_policy("mixed_float16")
 
 
-def summarise(variant: Variant, params: Params, batches: Batches, n_images: int, res, extra: dict) -> dict:
+def summarise(variant: Variant, params: Params, batches: Batches, images, res, extra: dict) -> dict:
+    """The result record shared by `train` and the multi-worker chief; `extra` describes the devices."""
     from .dataset import steps_per_epoch
 
+    n_images = len(images.files)
     timed = statistics.median(res.repeat_seconds)
     images_timed = sum(res.epoch_images) / len(res.repeat_seconds)
     out = {
@@ -118,6 +120,8 @@ def summarise(variant: Variant, params: Params, batches: Batches, n_images: int,
         "final_loss": res.final_loss, "final_accuracy": res.final_accuracy,
         "mixed_precision": params.train.mixed_precision, "jit_compile": params.train.jit_compile,
         "steps_per_execution": params.train.steps_per_execution, "custom_graph": params.train.custom_graph,
+        "num_classes": len(images.class_names), "class_names": images.class_names,
+        "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
     }
     out.update(extra)
     out.update(data_provenance())
@@ -179,11 +183,9 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
              "cpu_model": plan.cpu_model, "cpu_count": plan.cpu_count, "thread_policy": plan.thread_policy,
              "intra_op_threads": plan.intra_op_threads, "inter_op_threads": plan.inter_op_threads,
              "strategy": type(strategy).__name__, "cross_device_ops": cross_device_ops_name(strategy),
-             "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
-             "num_classes": len(images.class_names), "class_names": images.class_names,
              "stage_seconds": time.perf_counter() - t0, "started_at": started, "finished_at": provenance.now(),
              "parameter_count": int(model.count_params()), "tf_built_with_cuda": tf.test.is_built_with_cuda()}
-    result = summarise(variant, params, batches, len(images.files), res, extra)
+    result = summarise(variant, params, batches, images, res, extra)
     write_json(out_path, result)
     log(variant.name, f"timed {result['timed_seconds']:.2f}s ({result['images_per_second']:.1f} img/s, "
         f"{plan.device_kind}) -> {out_path}")
