@@ -163,3 +163,31 @@ def test_report_renders_offline_in_headless_chromium(workdir):
     with Image.open(shot) as im:
         colours = im.convert("RGB").getcolors(maxcolors=1 << 20) or []
     assert len(colours) > 500  # text, tables and the embedded figures, not a blank page
+
+
+def test_input_ceiling_sets_real_and_synthetic_side_by_side(workdir):
+    """A `pipeline: synthetic` twin of single_fit: its own row, the ratio, and it never 'wins'."""
+    p = tiny_params()
+    p["variants"].append({"name": "single_fit_synthetic", "loop": "fit", "replicas": 1, "pipeline": "synthetic"})
+    write_params(workdir / "params.yaml", p)
+    fake_results(workdir / "results")
+    twin = fake_result("single_fit_synthetic", "fit", 1, 40.0, "logical_cpu", True)
+    twin["pipeline"] = "synthetic"
+    (workdir / "results" / "single_fit_synthetic.json").write_text(json.dumps(twin))
+    m = _report(workdir)
+    [c] = m["input_ceiling"]
+    assert (c["real"], c["synthetic"]) == ("single_fit", "single_fit_synthetic")
+    assert c["real_over_synthetic"] == pytest.approx(100 / 40)
+    assert m["variants"]["single_fit_synthetic"]["single_same_loop"] == "single_fit_synthetic"
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "| single_fit | single_fit_synthetic | fit | 1 | 100.00 | 40.00 |" in md and "| 2.500 |" in md
+    assert "INPUT CEILING: single_fit_synthetic fed random in-memory tensors" in md.split("## Headline")[0]
+    # The fastest contender is a real-input run (mirrored_custom, 50 s), not the 40 s ceiling.
+    assert "The fastest variant was mirrored_custom at 50.00 s" in md
+
+
+def test_without_a_synthetic_twin_the_report_says_so(workdir):
+    fake_results(workdir / "results")
+    m = _report(workdir)
+    assert m["input_ceiling"] == []
+    assert "No synthetic-input variant ran" in (workdir / "reports" / "report.md").read_text()

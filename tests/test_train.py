@@ -106,3 +106,26 @@ def test_resnet50_trains_end_to_end(workdir):
     """The default architecture, at the smallest size it accepts."""
     r = _train(workdir, "mirrored_custom", **{"model.arch": "resnet50", "data.max_images": 16})
     assert r["model"] == "resnet50" and r["parameter_count"] > 23_000_000
+
+
+@pytest.mark.parametrize("variant,graph", [("single_fit", "epoch"), ("mirrored_fit", "epoch"),
+                                           ("mirrored_custom", "step"), ("mirrored_custom", "epoch")])
+def test_step_timing_and_harness_ratio(workdir, variant, graph):
+    """Every timed step is timed once; the epochs hold all 30 images though one iterator serves them all."""
+    r = _train(workdir, variant, **{"train.step_timing": True, "train.custom_graph": graph, "train.epochs": 2})
+    steps = r["steps_per_epoch"]
+    assert r["epoch_images"] == [30, 30] and r["step_timing"] is True
+    if variant == "mirrored_custom" and graph == "epoch":  # the blog's loop has no host-side steps
+        assert r["step_seconds"] is None and r["harness_ratio"] is None
+        assert "one tf.function" in r["harness_note"]
+        return
+    assert len(r["step_seconds"]) == 2 * steps and all(s > 0 for s in r["step_seconds"])
+    assert r["step_seconds_sum"] == pytest.approx(sum(r["step_seconds"]))
+    assert r["step_seconds_sum"] <= r["timed_seconds"]  # the steps lie inside the timed epochs
+    assert r["harness_ratio"] == pytest.approx(r["timed_seconds"] / r["step_seconds_sum"])
+
+
+def test_step_timing_off_by_default(workdir):
+    r = _train(workdir, "single_fit")
+    assert r["step_timing"] is False and r["step_seconds"] is None and r["harness_ratio"] is None
+    assert r["harness_note"] == "step_timing is off"

@@ -74,6 +74,8 @@ class TrainParams(_Section):
     steps_per_execution: int = Field(1, ge=1, le=1000)
     # custom loop: epoch = the whole epoch in one tf.function (the blog); step = one per batch
     custom_graph: Literal["epoch", "step"] = "epoch"
+    # time every step too (one host sync per step): results gain step_seconds and harness_ratio
+    step_timing: bool = False
     device: Literal["auto", "gpu", "cpu"] = "auto"
     emulate: bool = True
     thread_policy: Literal["per_replica", "tf_default"] = "per_replica"
@@ -84,6 +86,9 @@ class Variant(_Section):
     name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
     loop: Literal["fit", "custom"]
     replicas: int = Field(ge=1, le=64)
+    # Overrides data.pipeline for this variant: a `synthetic` twin of a files variant gives the
+    # input-pipeline ceiling, and the report sets the two side by side.
+    pipeline: Optional[Literal["files", "synthetic"]] = None
 
 
 class SweepParams(_Section):
@@ -150,6 +155,9 @@ class Params(_Section):
                 for r in self.sweep.replicas for loop in self.sweep.loops]
         out.append(Variant(name="multiworker_custom", loop="custom", replicas=self.multiworker.workers))
         return out
+
+    def pipeline_of(self, variant: Variant) -> str:
+        return variant.pipeline or self.data.pipeline
 
     def variant(self, name: str) -> Variant:
         for v in self.all_variants():

@@ -149,7 +149,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     log(who, f"joined {len(workers)}-worker job; global batch {batches.global_batch_size}")
     initial = [w.numpy() for w in model.trainable_weights] if dump_weights else None
     cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
-                     custom_graph=params.train.custom_graph)
+                     custom_graph=params.train.custom_graph, step_timing=params.train.step_timing)
     res = run_custom(strategy, model, optimizer, dataset, batches.global_batch_size, cfg,
                      epoch_printer(f"{VARIANT} {who}", params.train.verbose) if index == 0 else None)
     if index == 0 and out:

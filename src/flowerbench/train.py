@@ -97,6 +97,20 @@ def configure_tensorflow(params: Params):
         keras.mixed_precision.set_global_policy("mixed_float16")
 
 
+def step_stats(res, step_timing: bool) -> dict:
+    """Per-step times and the harness ratio (timed seconds / sum of step seconds), when measured.
+
+    None when step_timing is off, or when the loop has no host-side steps
+    (custom_graph=epoch: the whole epoch is one graph call)."""
+    steps = res.step_seconds
+    if not steps:
+        why = "step_timing is off" if not step_timing else "no host-side steps (whole epoch in one tf.function)"
+        return {"step_timing": step_timing, "step_seconds": None, "harness_ratio": None, "harness_note": why}
+    return {"step_timing": True, "step_seconds": steps, "step_seconds_sum": sum(steps),
+            "step_seconds_median": statistics.median(steps),
+            "harness_ratio": sum(res.epoch_seconds) / sum(steps), "harness_note": None}
+
+
 def summarise(variant: Variant, params: Params, batches: Batches, images, res, extra: dict) -> dict:
     """The result record shared by `train` and the multi-worker chief; `extra` describes the devices."""
     from .dataset import steps_per_epoch
@@ -109,7 +123,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
         "variant": variant.name, "loop": variant.loop, "replicas": variant.replicas,
         "batch_size_per_replica": batches.batch_size_per_replica,
         "global_batch_size": batches.global_batch_size, "scaling": params.train.scaling,
-        "image_size": params.data.image_size, "pipeline": params.data.pipeline,
+        "image_size": params.data.image_size, "pipeline": params.pipeline_of(variant),
         "model": params.model.arch, "optimizer": params.train.optimizer,
         "images_per_epoch": n_images, "steps_per_epoch": steps_per_epoch(n_images, batches.global_batch_size),
         "warmup_epochs": params.train.warmup_epochs, "epochs": params.train.epochs,
@@ -122,6 +136,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
         "steps_per_execution": params.train.steps_per_execution, "custom_graph": params.train.custom_graph,
         "num_classes": len(images.class_names), "class_names": images.class_names,
         "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+        **step_stats(res, params.train.step_timing),
     }
     out.update(extra)
     out.update(data_provenance())
@@ -158,7 +173,7 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
     for note in plan.notes:
         log(variant.name, f"note: {note}")
     dataset = build_dataset(images, params.data.image_size, batches.global_batch_size, params.seed,
-                            pipeline=params.data.pipeline, cache=params.data.cache)
+                            pipeline=params.pipeline_of(variant), cache=params.data.cache)
     from .loops import LoopConfig, run_custom, run_fit
     from .model import build_model, make_optimizer
 
@@ -171,7 +186,7 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
                      params.train.jit_compile, params.train.steps_per_execution,
-                     keras_verbose(params.train.verbose), params.train.custom_graph)
+                     keras_verbose(params.train.verbose), params.train.custom_graph, params.train.step_timing)
     hook = epoch_printer(variant.name, params.train.verbose)
     t0 = time.perf_counter()
     if variant.loop == "fit":
