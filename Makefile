@@ -46,7 +46,7 @@ reproduce-blog: $(PY)
 	@echo "blog report: reports/blog/report.html; back to the defaults: git checkout params.yaml dvc.lock && dvc checkout"
 
 .PHONY: test
-## test: the fast test suite (real TensorFlow and DVC on tiny data; ~5 min on 2 cores)
+## test: the fast test suite (real TensorFlow and DVC on tiny data; ~9 min on 2 cores)
 test: $(PY)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
@@ -56,7 +56,7 @@ test-all: $(PY)
 	$(PY) -m pytest -q -m "" $(PYTEST_ARGS)
 
 .PHONY: bench
-## bench: benchmarks vs the blog's own code and the input ceiling -> reports/bench.md (~10 min)
+## bench: benchmarks vs the blog's own code and the input ceiling -> reports/bench.md (~20 min on 2 cores)
 bench: $(PY)
 	$(PY) benchmarks/run.py
 
