@@ -402,7 +402,8 @@ def _fmt(x: Optional[float], spec: str = ".2f") -> str:
     return "n/a" if x is None else format(x, spec)
 
 
-def build_doc(results, metrics, audit, figs, params: Params, warnings: list[str], manifest: dict) -> Doc:
+def build_doc(results, metrics, audit, ceiling, figs, params: Params, warnings: list[str],
+              manifest: dict) -> Doc:
     base = params.report.baseline
     b: list[tuple[str, Any]] = [("h1", "flowerbench report: multi-replica ResNet50 training on flower_photos")]
     b += [("banner", t) for t in banners(results)]
@@ -431,7 +432,6 @@ def build_doc(results, metrics, audit, figs, params: Params, warnings: list[str]
     b.append(("h2", "What this shows"))
     b.append(("p", findings(results, metrics, base)))
     b.append(("h2", "Input pipeline: real JPEGs vs synthetic tensors"))
-    ceiling = input_ceiling(results)
     if ceiling:
         b.append(("p", "The same model and settings fed from decoded JPEG files and from random in-memory tensors "
                        "of the same shape. real / synthetic near 1.00 means the input pipeline keeps up with "
@@ -499,7 +499,8 @@ def run(params: Params, params_path: str = "params.yaml", results_dir: Path = pa
     except (OSError, ValueError):
         manifest = {}
     figs = figures(results, metrics, df, params, run_kind_label(results))
-    doc = build_doc(results, metrics, audit, figs, params, warnings, manifest)
+    ceiling = input_ceiling(results)
+    doc = build_doc(results, metrics, audit, ceiling, figs, params, warnings, manifest)
 
     # Everything is rendered; now write. Figures go to a fresh folder swapped into place.
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -521,7 +522,7 @@ def run(params: Params, params_path: str = "params.yaml", results_dir: Path = pa
     csv = df.to_csv(index=False, float_format="%.6f")
     atomic_write(reports_dir / paths.TIMINGS.name, csv)
     write_json(reports_dir / paths.METRICS.name, {"variants": metrics, "blog_audit": audit,
-                                                   "input_ceiling": input_ceiling(results), "warnings": warnings})
+                                                   "input_ceiling": ceiling, "warnings": warnings})
     atomic_write(reports_dir / paths.REPORT_MD.name, doc.md())
     atomic_write(reports_dir / paths.REPORT_HTML.name, doc.html("flowerbench report"))
     log(f"{len(results)} variants -> {reports_dir}/report.html, report.md, {len(figs)} figures, metrics.json")
