@@ -61,6 +61,9 @@ def test_repeats_and_strong_scaling(workdir):
     assert r["global_batch_size"] == 8 and r["batch_size_per_replica"] == 4 and r["scaling"] == "strong"
     assert len(r["repeat_seconds"]) == 3 and len(r["epoch_seconds"]) == 3
     assert r["timed_seconds"] == pytest.approx(sorted(r["repeat_seconds"])[1])  # the median repeat
+    # The whole-call window (the blog's time.time()) holds each repeat's epochs, a little more.
+    assert len(r["repeat_wall_seconds"]) == 3
+    assert all(w >= s for w, s in zip(r["repeat_wall_seconds"], r["repeat_seconds"]))
 
 
 @pytest.mark.parametrize("knob", [{"data.pipeline": "synthetic"}, {"train.mixed_precision": True},
