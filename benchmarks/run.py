@@ -58,20 +58,22 @@ def run_measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[fl
     return wall, usage.ru_maxrss // 1024, stdout
 
 
-def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: int) -> Path:
-    """A working directory with exactly the `images` files our pipeline would pick, and params."""
+def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: int, data_root: Path = REPO) -> Path:
+    """A working directory with exactly the `images` files our pipeline would pick (from
+    data_root/data), this checkout's params.yaml set to the bench's sizes, and one params file
+    per knob the bench varies."""
     import yaml
 
-    src = REPO / paths.FLOWERS
-    chosen = list_images(src, 123, images)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    src = data_root / paths.FLOWERS
+    chosen = list_images(src, params["seed"], images)
     work = root / "work"
     flowers = work / paths.FLOWERS
     for f in chosen.files:
         rel = Path(f).relative_to(src)
         (flowers / rel.parent).mkdir(parents=True, exist_ok=True)
         shutil.copy(f, flowers / rel)
-    shutil.copy(REPO / paths.MANIFEST, work / paths.MANIFEST)
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    shutil.copy(data_root / paths.MANIFEST, work / paths.MANIFEST)
     params["data"].update(image_size=image_size, max_images=None, source="synthetic")
     params["train"].update(batch_size_per_replica=batch, epochs=epochs, warmup_epochs=1, verbose="quiet")
     params["variants"] = [{"name": n, "loop": l, "replicas": r} for n, l, r in

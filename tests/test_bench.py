@@ -24,3 +24,34 @@ def test_blog_port_still_trains_with_both_loops(workdir):
         assert len(losses) == 1 + 3 and line["final_loss"] == losses[-1]  # warm-up + timed epochs
         assert line["timed_seconds"] > 0
         assert min(losses[1:]) < 0.5 * losses[0], losses  # it learns: the loss falls
+
+
+def _bench_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_run", REPO / "benchmarks" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_path):
+    """The bench's peers read one folder of exactly --images files; every params file it writes
+    validates and differs from params.yaml only in the knob that file is for."""
+    from flowerbench.config import load_params
+
+    work = _bench_module().make_workdir(tmp_path / "bench", 20, 32, 8, 1, data_root=workdir)
+    assert len([f for f in (work / "data" / "flower_photos").rglob("*") if f.is_file()]) == 20
+    base = load_params(work / "params.yaml")
+    assert (base.data.image_size, base.data.max_images, base.train.batch_size_per_replica, base.train.epochs) == \
+        (32, None, 8, 1)
+    assert [(v.name, v.replicas) for v in base.variants] == [("single_fit", 1), ("single_custom", 1),
+                                                              ("r2_fit", 2), ("r4_fit", 4)]
+    knobs = {"synthetic": ("synthetic", "per_replica", "epoch", False),
+             "tfdefault": ("files", "tf_default", "epoch", False),
+             "step": ("files", "per_replica", "step", False),
+             "steptimed": ("files", "per_replica", "step", True)}
+    for name, want in knobs.items():
+        p = load_params(work / f"params-{name}.yaml")
+        assert (p.data.pipeline, p.train.thread_policy, p.train.custom_graph, p.train.step_timing) == want, name
+        assert p.data.image_size == 32 and [v.name for v in p.variants] == [v.name for v in base.variants]
