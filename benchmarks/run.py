@@ -137,7 +137,8 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0) -> dict:
                             check=True).stdout.strip()
     (clone / ".venv").symlink_to(Path(PY).parents[1])
     # The clone's own code, not this checkout's editable install.
-    env = dict(os.environ, PYTHONPATH=str(clone / "src"))
+    # PYTHONUNBUFFERED: DVC's "Running stage" lines arrive as they are written, so the stage times hold.
+    env = dict(os.environ, PYTHONPATH=str(clone / "src"), PYTHONUNBUFFERED="1")
     print(f"[bench] make reproduce in a clone of {commit[:12]} (target <= 600 s) ...", file=sys.stderr, flush=True)
     stages, current, t0 = {}, None, time.perf_counter()
     log = []
@@ -195,7 +196,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="flowerbench-bench-"))
     try:
         # First, so that a failure there costs no measured runs.
-        t_start = time.perf_counter()
+        t_start, git = time.perf_counter(), provenance.git_state()  # the code that runs, not what HEAD is later
         repro = None if a.no_reproduce else reproduce_in_clone(tmp)
         work = make_workdir(tmp, a.images, a.image_size, a.batch, a.epochs)
         runs: dict[str, list[dict]] = {}
@@ -256,7 +257,7 @@ def main() -> int:
                 scaling[str(n)] = {"per_replica": runs[f"r{n}_policy"][0]["images_per_second"],
                                    "tf_default": runs[f"r{n}_tfdefault"][0]["images_per_second"]}
         out = {"settings": vars(a), "cpu_model": cpu_model(), "cpu_count": cpu_count(),
-               "versions": provenance.versions(), **provenance.git_state(), "date": provenance.now(),
+               "versions": provenance.versions(), **git, "date": provenance.now(),
                "ratios": rows, "timed_seconds": med, "call_seconds": call, "fixed_cost_seconds_per_stage": fixed,
                "warmup_seconds_median": {k: statistics.median(r.get("warmup_seconds", 0) for r in v)
                                          for k, v in runs.items() if k.startswith("ours")},
