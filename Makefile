@@ -12,6 +12,7 @@ DVC := $(VENV)/bin/dvc
 # Stages call `python -m flowerbench ...`: put the venv first on PATH for every recipe.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
 
 .PHONY: help
 ## help: list the targets
@@ -56,9 +57,9 @@ test-all: $(PY)
 	$(PY) -m pytest -q -m "" $(PYTEST_ARGS)
 
 .PHONY: bench
-## bench: benchmarks vs the blog's own code and the input ceiling -> reports/bench.md (~20 min on 2 cores)
+## bench: vs the blog's own code, the input ceiling, overheads, make reproduce in a clone -> reports/bench.md (~40 min on 2 cores; BENCH_ARGS=--no-reproduce)
 bench: $(PY)
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 .PHONY: clean
 ## clean: remove generated results and reports (keeps data/, the venv and reports/reference/)
