@@ -47,7 +47,7 @@ reproduce-blog: $(PY)
 	@echo "blog report: reports/blog/report.html; back to the defaults: git checkout params.yaml dvc.lock && dvc checkout"
 
 .PHONY: test
-## test: the fast test suite (real TensorFlow and DVC on tiny data; ~9 min on 2 cores)
+## test: the fast test suite (real TensorFlow and DVC on tiny data; 10-14 min on 2 cores)
 test: $(PY)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 

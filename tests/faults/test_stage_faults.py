@@ -17,9 +17,16 @@ from tests.conftest import (assert_clean_failure, cli_env, run_cli, tiny_params,
 LONG = {"train.epochs": 400, "train.verbose": "auto"}  # long enough to interrupt mid-epoch
 
 
+def _as_from_a_terminal() -> None:
+    # A shell's background job (`cmd &` without job control) starts with SIGINT ignored, which its
+    # children inherit and Python then keeps; Ctrl-C at a terminal finds the default disposition.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "flowerbench", *args], cwd=cwd, stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True, env=env or cli_env(), start_new_session=True)
+                            stdout=subprocess.DEVNULL, text=True, env=env or cli_env(), start_new_session=True,
+                            preexec_fn=_as_from_a_terminal)
 
 
 def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 120) -> list[str]:
