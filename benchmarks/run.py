@@ -130,6 +130,7 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0) -> dict:
     (linked in as .venv; `-o` stops make from rebuilding it because the clone's files are newer),
     then a no-op `dvc repro` there.  Per-stage seconds come from DVC's "Running stage" lines."""
     import signal
+    import threading
 
     clone = root / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
@@ -144,12 +145,13 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0) -> dict:
     log = []
     proc = subprocess.Popen(["make", "-o", ".venv/bin/python", "reproduce"], cwd=clone, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    # The deadline holds even while make prints nothing: a timer kills its whole process group.
+    killer = threading.Timer(deadline_s, os.killpg, (proc.pid, signal.SIGKILL))
+    killer.start()
     try:
         for line in proc.stdout:
             log.append(line)
             now = time.perf_counter() - t0
-            if now > deadline_s:
-                raise TimeoutError(f"make reproduce ran past {deadline_s:.0f} s")
             if line.startswith("Running stage '"):
                 if current:
                     stages[current] = now - stages[current]
@@ -161,6 +163,10 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0) -> dict:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
         raise
+    finally:
+        killer.cancel()
+    if time.perf_counter() - t0 >= deadline_s:
+        raise TimeoutError(f"make reproduce ran past {deadline_s:.0f} s and was killed:\n{''.join(log[-20:])}")
     total = time.perf_counter() - t0
     if current:
         stages[current] = total - stages[current]
