@@ -132,3 +132,19 @@ def test_step_timing_off_by_default(workdir):
     r = _train(workdir, "single_fit")
     assert r["step_timing"] is False and r["step_seconds"] is None and r["harness_ratio"] is None
     assert r["harness_note"] == "step_timing is off"
+
+
+def test_input_pipeline_has_autotune_off_and_serves_each_image_once_per_epoch(workdir):
+    """Autotune off (freeing a live iterator waited for its thread; README, Performance); the
+    epoch still holds every image exactly once, in batches of the global batch size."""
+    from flowerbench import paths
+    from flowerbench.dataset import build_dataset, list_images
+
+    images = list_images(workdir / paths.FLOWERS, 123, None)
+    ds = build_dataset(images, 32, 8, 123)
+    assert ds.options().autotune.enabled is False and ds.options().deterministic is True
+    sizes, labels = [], []
+    for x, y in ds:
+        sizes.append(int(x.shape[0]))
+        labels.extend(int(v) for v in y.numpy())
+    assert sizes == [8, 8, 8, 6] and sorted(labels) == sorted(images.labels)
