@@ -1,7 +1,7 @@
 """`make bench`: this project against the blog's own code and against the input-pipeline ceiling.
 
     .venv/bin/python benchmarks/run.py [--rounds 3] [--images 192] [--image-size 32] [--epochs 2]
-                                       [--no-scaling] [--no-reproduce]
+                                       [--no-scaling] [--no-reproduce] [--keep-reproduce DIR]
 
 Every measurement is its own process, interleaved A B A B ... over `--rounds` rounds; the table
 shows the median with min and max.  Settings are the same for the peers (data files, image size,
@@ -125,7 +125,21 @@ def noop_repro_seconds() -> float | None:
     return time.perf_counter() - t0
 
 
-def reproduce_in_clone(root: Path, deadline_s: float = 1800.0) -> dict:
+KEPT = ("dvc.lock", "results", "reports/report.md", "reports/report.html", "reports/metrics.json",
+        "reports/timings.csv", "reports/figures")
+
+
+def keep_outputs(clone: Path, dest: Path) -> None:
+    """Copy the clone's pipeline outputs (KEPT) to dest, replacing what dest had of them."""
+    for rel in KEPT:
+        src, dst = clone / rel, dest / Path(rel).name
+        if dst.is_dir():
+            shutil.rmtree(dst)
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dst)
+
+
+def reproduce_in_clone(root: Path, deadline_s: float = 1800.0, keep: Path | None = None) -> dict:
     """`make reproduce` with the default params in a fresh `git clone` of HEAD, reusing this venv
     (linked in as .venv; `-o` stops make from rebuilding it because the clone's files are newer),
     then a no-op `dvc repro` there.  Per-stage seconds come from DVC's "Running stage" lines."""
@@ -176,6 +190,9 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0) -> dict:
     subprocess.run([str(clone / ".venv" / "bin" / "dvc"), "repro"], cwd=clone, env=env, capture_output=True,
                    check=True)
     noop = time.perf_counter() - t1
+    if keep:
+        keep_outputs(clone, keep)
+        print(f"[bench] the clone's dvc.lock, results and report are in {keep}", file=sys.stderr, flush=True)
     print(f"[bench] make reproduce: {total:.0f} s; no-op dvc repro: {noop:.1f} s", file=sys.stderr, flush=True)
     return {"commit": commit, "seconds": total, "stage_seconds": stages, "noop_repro_seconds": noop}
 
@@ -194,7 +211,10 @@ def main() -> int:
     ap.add_argument("--no-scaling", action="store_true", help="skip the 1/2/4-replica section")
     ap.add_argument("--no-reproduce", action="store_true",
                     help="skip timing `make reproduce` in a fresh clone (about 10 min)")
+    ap.add_argument("--keep-reproduce", type=Path, metavar="DIR",
+                    help="copy the clone's dvc.lock, results/ and report to DIR (a clean-tree reference run)")
     a = ap.parse_args()
+    keep = a.keep_reproduce.resolve() if a.keep_reproduce else None  # relative to where make ran
     os.chdir(REPO)
     if not paths.MANIFEST.exists():
         print("bench: no data yet; running `python -m flowerbench fetch` first", file=sys.stderr)
@@ -203,7 +223,7 @@ def main() -> int:
     try:
         # First, so that a failure there costs no measured runs.
         t_start, git = time.perf_counter(), provenance.git_state()  # the code that runs, not what HEAD is later
-        repro = None if a.no_reproduce else reproduce_in_clone(tmp)
+        repro = None if a.no_reproduce else reproduce_in_clone(tmp, keep=keep)
         work = make_workdir(tmp, a.images, a.image_size, a.batch, a.epochs)
         runs: dict[str, list[dict]] = {}
         plan = [("blog_fit", lambda: blog(work, "fit", 1, a.image_size, a.batch, a.epochs)),
@@ -289,7 +309,8 @@ def main() -> int:
                "Scaling on this host (fit, images/s; logical CPU replicas share the cores, so no speed-up is "
                "possible; the thread policy decides the overhead):", "",
                "| replicas | per_replica policy | tf_default |", "|---|---|---|"]
-        md += [f"| {n} | {s['per_replica']:.1f} | {s.get('tf_default', float('nan')):.1f} |" for n, s in scaling.items()]
+        md += [f"| {n} | {s['per_replica']:.1f} | {s['tf_default']:.1f} |" if "tf_default" in s
+               else f"| {n} | {s['per_replica']:.1f} | (same run: the policy leaves 1 replica at the defaults) |" for n, s in scaling.items()]
         if repro:
             md += ["", f"`make reproduce` in a fresh clone of {repro['commit'][:12]}: {repro['seconds']:.0f} s; "
                        "seconds per DVC stage:", "", "| stage | seconds |", "|---|---|"]

@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO, cli_env
 
@@ -55,3 +56,26 @@ def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_pat
         p = load_params(work / f"params-{name}.yaml")
         assert (p.data.pipeline, p.train.thread_policy, p.train.custom_graph, p.train.step_timing) == want, name
         assert p.data.image_size == 32 and [v.name for v in p.variants] == [v.name for v in base.variants]
+
+
+def test_keep_outputs_copies_the_pipeline_outputs_and_replaces_old_ones(tmp_path):
+    """--keep-reproduce: the clone's dvc.lock, results/ and report land in DIR; a result file left
+    there by an earlier run does not survive beside the new ones."""
+    bench = _bench_module()
+    clone, dest = tmp_path / "clone", tmp_path / "kept"
+    for rel in bench.KEPT:
+        target = clone / rel
+        if "." in Path(rel).name:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f"new {rel}\n")
+        else:
+            (target / "a.json").parent.mkdir(parents=True, exist_ok=True)
+            (target / "a.json").write_text(f"new {rel}\n")
+    (dest / "results").mkdir(parents=True)
+    (dest / "results" / "stale.json").write_text("old\n")
+    bench.keep_outputs(clone, dest)
+    assert sorted(p.name for p in dest.iterdir()) == sorted(Path(r).name for r in bench.KEPT)
+    assert (dest / "dvc.lock").read_text() == "new dvc.lock\n"
+    assert (dest / "report.md").read_text() == "new reports/report.md\n"
+    assert [p.name for p in (dest / "results").iterdir()] == ["a.json"]
+    assert (dest / "figures" / "a.json").read_text() == "new reports/figures\n"

@@ -24,7 +24,8 @@ def versions() -> dict:
 
 
 def git_state() -> dict:
-    """Commit of the working tree and whether it had uncommitted changes (DVC experiments do)."""
+    """Commit of the working tree, whether it had uncommitted changes to tracked files (DVC
+    experiments do: params.yaml, dvc.lock) and which."""
     def git(*args: str) -> str | None:
         try:
             return subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
@@ -34,7 +35,10 @@ def git_state() -> dict:
 
     commit = git("rev-parse", "HEAD")
     dirty = git("status", "--porcelain", "--untracked-files=no")
-    return {"git_commit": commit, "git_dirty": bool(dirty) if dirty is not None else None}
+    # Not parsed from --porcelain: git() strips the output, and with it the first line's status column.
+    names = git("diff", "--name-only", "HEAD") if dirty else ""
+    changed = None if dirty is None or names is None else sorted(names.splitlines())
+    return {"git_commit": commit, "git_dirty": bool(dirty) if dirty is not None else None, "git_changed": changed}
 
 
 def host() -> dict:

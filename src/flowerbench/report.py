@@ -133,6 +133,16 @@ def compute_metrics(results: list[dict], baseline: str) -> dict[str, dict]:
     return out
 
 
+def git_tree(r: dict) -> str:
+    """'clean tree', the uncommitted files, or 'tree state unknown' (no git)."""
+    if r.get("git_dirty") is None:
+        return "tree state unknown"
+    if not r["git_dirty"]:
+        return "clean tree"
+    changed = r.get("git_changed")  # absent in results written before it was recorded
+    return "uncommitted changes: " + (", ".join(changed) if changed else "files not recorded")
+
+
 def pipeline(r: dict) -> str:
     return r.get("pipeline", "files")
 
@@ -463,7 +473,7 @@ def build_doc(results, metrics, audit, ceiling, figs, params: Params, warnings: 
     b.append(("h2", "Provenance"))
     v = r0["versions"]
     prov = [f"generated {provenance.now()} by `python -m flowerbench report`",
-            f"git commit {r0.get('git_commit')} (dirty: {r0.get('git_dirty')})",
+            f"git commit {r0.get('git_commit')} ({git_tree(r0)})",
             "versions: " + ", ".join(f"{k} {v[k]}" for k in sorted(v)),
             f"host {r0.get('hostname')}: {r0.get('cpu_model')} ({r0.get('cpu_count')} cores), "
             f"GPU {r0.get('gpu_model') or 'none'}; {r0.get('platform', '')}",

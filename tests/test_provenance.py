@@ -1,0 +1,41 @@
+"""Provenance: the commit and the uncommitted files a result was made from (real git, temp repo)."""
+
+import subprocess
+
+from flowerbench import provenance
+from flowerbench.report import git_tree
+
+
+def _git(repo, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                   capture_output=True)
+
+
+def test_git_state_names_the_uncommitted_files(tmp_path, monkeypatch):
+    _git(tmp_path, "init", "-q")
+    for name in ("params.yaml", "dvc.lock", "README.md"):
+        (tmp_path / name).write_text("a\n")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-q", "-m", "x")
+    (tmp_path / "untracked.txt").write_text("not part of the tree\n")
+    monkeypatch.chdir(tmp_path)
+    clean = provenance.git_state()
+    assert len(clean["git_commit"]) == 40
+    assert clean["git_dirty"] is False and clean["git_changed"] == []
+    assert git_tree(clean) == "clean tree"
+
+    (tmp_path / "params.yaml").write_text("b\n")
+    (tmp_path / "dvc.lock").write_text("b\n")
+    dirty = provenance.git_state()
+    assert dirty["git_commit"] == clean["git_commit"]
+    assert dirty["git_dirty"] is True and dirty["git_changed"] == ["dvc.lock", "params.yaml"]
+    assert git_tree(dirty) == "uncommitted changes: dvc.lock, params.yaml"
+
+
+def test_git_tree_outside_git_and_for_old_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    none = provenance.git_state()
+    assert none == {"git_commit": None, "git_dirty": None, "git_changed": None}
+    assert git_tree(none) == "tree state unknown"
+    assert git_tree({"git_dirty": True}) == "uncommitted changes: files not recorded"
