@@ -190,11 +190,13 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0, keep: Path | None
     subprocess.run([str(clone / ".venv" / "bin" / "dvc"), "repro"], cwd=clone, env=env, capture_output=True,
                    check=True)
     noop = time.perf_counter() - t1
+    result = {"commit": commit, "seconds": total, "stage_seconds": stages, "noop_repro_seconds": noop}
     if keep:
         keep_outputs(clone, keep)
+        write_json(keep / "reproduce.json", result)
         print(f"[bench] the clone's dvc.lock, results and report are in {keep}", file=sys.stderr, flush=True)
     print(f"[bench] make reproduce: {total:.0f} s; no-op dvc repro: {noop:.1f} s", file=sys.stderr, flush=True)
-    return {"commit": commit, "seconds": total, "stage_seconds": stages, "noop_repro_seconds": noop}
+    return result
 
 
 def summary(xs: list[float]) -> dict:
@@ -212,7 +214,8 @@ def main() -> int:
     ap.add_argument("--no-reproduce", action="store_true",
                     help="skip timing `make reproduce` in a fresh clone (about 10 min)")
     ap.add_argument("--keep-reproduce", type=Path, metavar="DIR",
-                    help="copy the clone's dvc.lock, results/ and report to DIR (a clean-tree reference run)")
+                    help="copy the clone's dvc.lock, results/ and report to DIR (a clean-tree reference run), "
+                         "with reproduce.json (seconds in all and per stage)")
     a = ap.parse_args()
     keep = a.keep_reproduce.resolve() if a.keep_reproduce else None  # relative to where make ran
     os.chdir(REPO)

@@ -79,3 +79,50 @@ def test_keep_outputs_copies_the_pipeline_outputs_and_replaces_old_ones(tmp_path
     assert (dest / "report.md").read_text() == "new reports/report.md\n"
     assert [p.name for p in (dest / "results").iterdir()] == ["a.json"]
     assert (dest / "figures" / "a.json").read_text() == "new reports/figures\n"
+
+
+def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, capsys):
+    """main() end to end on recorded run values (the runs themselves are real ResNet50 processes,
+    minutes each, so they are replaced here; the summary, the ratios and the writing are what is
+    tested): medians per peer, every ratio row with its target, the table, a JSON that holds."""
+    bench = _bench_module()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "manifest.json").write_text("{}")
+    monkeypatch.setattr(bench, "REPO", tmp_path)
+    monkeypatch.setattr(bench, "make_workdir", lambda *a, **k: tmp_path)
+    seconds = {"blog_fit": [10.0, 12.0, 11.0], "blog_custom": [30.0, 31.0, 29.0]}
+
+    def blog(work, loop, *rest):
+        s = seconds[f"blog_{loop}"].pop(0)
+        return {"timed_seconds": s, "call_seconds": s, "wall_seconds": s + 40, "rss_mib": 1600, "final_loss": 1.0}
+
+    def ours(work, variant, params="params.yaml"):
+        base = {"single_fit": 6.0, "single_custom": 31.0, "r2_fit": 8.0, "r4_fit": 10.0}[variant]
+        if params == "params-step.yaml":
+            base = 7.0
+        if params == "params-synthetic.yaml":
+            base = 5.0
+        return {"timed_seconds": base, "call_seconds": base + 0.5, "wall_seconds": base + 50.0,
+                "stage_seconds": base + 49.0, "warmup_seconds": 30.0, "images_per_second": 384 / base,
+                "harness_ratio": 1.01 if "steptimed" in params else None, "rss_mib": 1500}
+
+    monkeypatch.setattr(bench, "blog", blog)
+    monkeypatch.setattr(bench, "ours", ours)
+    monkeypatch.setattr(sys, "argv", ["run.py", "--no-reproduce", "--keep-reproduce", str(tmp_path / "k")])
+    assert bench.main() == 0
+    out = json.loads((tmp_path / "reports" / "bench.json").read_text())
+    assert out["settings"]["keep_reproduce"] == str(tmp_path / "k") and out["settings"]["rounds"] == 3
+    rows = {r["measure"]: r for r in out["ratios"]}
+    assert rows["ours/blog seconds, fit"]["value"] == 6.5 / 11.0 and rows["ours/blog seconds, fit"]["meets"]
+    assert rows["ours/blog seconds, custom loop (custom_graph=epoch, as the blog)"]["value"] == 31.5 / 30.0
+    assert rows["real/synthetic epoch time (input ceiling)"]["value"] == 6.0 / 5.0
+    assert not rows["real/synthetic epoch time (input ceiling)"]["meets"]
+    assert rows["harness: timed / sum of step seconds, fit"]["value"] == 1.01
+    assert "no-op dvc repro seconds" not in rows  # not a DVC repo here: skipped, not invented
+    assert out["fixed_cost_seconds_per_stage"] == 20.0
+    assert out["scaling_images_per_second"]["4"] == {"per_replica": 38.4, "tf_default": 38.4}
+    md = (tmp_path / "reports" / "bench.md").read_text()
+    assert "| ours/blog seconds, fit | 0.591 | <= 0.9 | yes |" in md
+    assert "| real/synthetic epoch time (input ceiling) | 1.200 | <= 1.05 | NO |" in md
+    assert "| blog_fit | 11.00 [10.00, 12.00] |" in md
+    assert md in capsys.readouterr().out
