@@ -57,7 +57,7 @@ test-all: $(PY)
 	$(PY) -m pytest -q -m "" $(PYTEST_ARGS)
 
 .PHONY: bench
-## bench: vs the blog's own code, the input ceiling, overheads, make reproduce in a clone -> reports/bench.md (~40 min on 2 cores; BENCH_ARGS=--no-reproduce)
+## bench: vs the blog's own code, the input ceiling, overheads, make reproduce in a clone -> reports/bench.md (40-50 min on 2 cores; BENCH_ARGS=--no-reproduce)
 bench: $(PY)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
