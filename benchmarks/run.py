@@ -285,7 +285,8 @@ def main() -> int:
             if f"r{n}_policy" in runs:
                 scaling[str(n)] = {"per_replica": runs[f"r{n}_policy"][0]["images_per_second"],
                                    "tf_default": runs[f"r{n}_tfdefault"][0]["images_per_second"]}
-        out = {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}, "cpu_model": cpu_model(), "cpu_count": cpu_count(),
+        settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}
+        out = {"settings": settings, "cpu_model": cpu_model(), "cpu_count": cpu_count(),
                "versions": provenance.versions(), **git, "date": provenance.now(),
                "ratios": rows, "timed_seconds": med, "call_seconds": call, "fixed_cost_seconds_per_stage": fixed,
                "warmup_seconds_median": {k: statistics.median(r.get("warmup_seconds", 0) for r in v)

@@ -34,11 +34,10 @@ def git_state() -> dict:
             return None
 
     commit = git("rev-parse", "HEAD")
-    dirty = git("status", "--porcelain", "--untracked-files=no")
-    # Not parsed from --porcelain: git() strips the output, and with it the first line's status column.
-    names = git("diff", "--name-only", "HEAD") if dirty else ""
-    changed = None if dirty is None or names is None else sorted(names.splitlines())
-    return {"git_commit": commit, "git_dirty": bool(dirty) if dirty is not None else None, "git_changed": changed}
+    # Tracked files that differ from HEAD, staged or not (untracked files are not part of the tree).
+    names = git("diff", "--name-only", "HEAD")
+    changed = None if names is None else sorted(names.splitlines())
+    return {"git_commit": commit, "git_dirty": None if changed is None else bool(changed), "git_changed": changed}
 
 
 def host() -> dict:
