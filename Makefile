@@ -11,6 +11,10 @@ PY := $(VENV)/bin/python
 DVC := $(VENV)/bin/dvc
 # Stages call `python -m flowerbench ...`: put the venv first on PATH for every recipe.
 export PATH := $(abspath $(VENV))/bin:$(PATH)
+# Nothing outside the repo: DVC's site cache (default /var/tmp/dvc, shared by every clone on the host)
+# and matplotlib's font cache (default ~/.cache) live in git-ignored folders here.
+export DVC_SITE_CACHE_DIR := $(abspath .dvc/tmp/site-cache)
+export MPLCONFIGDIR := $(abspath $(VENV))/matplotlib
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
@@ -19,27 +23,57 @@ BENCH_ARGS ?=
 help:
 	@awk '/^## / {line = substr($$0, 4); i = index(line, ": "); printf "  %-16s %s\n", substr(line, 1, i - 1), substr(line, i + 2)}' $(MAKEFILE_LIST)
 
-# The venv is a file target built from the lock file (exact pins); nobody activates anything.
-$(PY): requirements.lock pyproject.toml
+# The venv's make target is a stamp file inside it, never the interpreter: .venv/bin/python is a
+# symlink to the system Python, and touching it would re-date (or, as a non-root user, fail on)
+# the system interpreter.  Set-up writes nothing outside the repo (pip's cache is off).
+MIN_PYTHON := 3.11
+PIP_VERSION := 26.3
+PIP_TOOLS_VERSION := 7.7.0
+STAMP := $(VENV)/.flowerbench-installed
+PIP := $(PY) -m pip --disable-pip-version-check --no-cache-dir
+# One line and a non-zero exit, before anything is created, when $(PYTHON) is older than the lock needs.
+CHECK_PYTHON = @$(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".split("."))); \
+  sys.exit(0 if sys.version_info[:2] >= need else "flowerbench: error: Python >= $(MIN_PYTHON) is needed \
+  (requirements.lock pins numpy 2.4), but $(PYTHON) is " + sys.version.split()[0] + "; run make PYTHON=python$(MIN_PYTHON) ...")'
+
+$(STAMP): requirements.lock pyproject.toml
+	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.lock
-	$(PY) -m pip install --quiet --no-deps -e .
-	touch $(PY)
+	$(PIP) install --quiet pip==$(PIP_VERSION)
+	$(PIP) install --quiet -r requirements.lock
+	$(PIP) install --quiet --no-deps -e .
+	@echo "flowerbench: $(VENV) ready ($$($(PY) --version), pip $(PIP_VERSION))" > $@
+	@cat $@
 
 .PHONY: venv
 ## venv: create .venv from requirements.lock (every other target does this itself)
-venv: $(PY)
+venv: $(STAMP)
+
+# requirements.lock is generated, never edited: pip-compile (pip-tools, in a venv of its own)
+# resolves pyproject.toml's direct dependencies (and the `test` extra), keeping the pins already
+# in the lock unless LOCK_ARGS=--upgrade (or --upgrade-package NAME) asks for newer ones.
+LOCK_VENV := .venv-lock
+LOCK_ARGS ?=
+.PHONY: lock
+## lock: regenerate requirements.lock from pyproject.toml with pip-compile (LOCK_ARGS=--upgrade for newer pins)
+lock:
+	$(CHECK_PYTHON)
+	test -x $(LOCK_VENV)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_VENV) && \
+	  $(LOCK_VENV)/bin/python -m pip --disable-pip-version-check --no-cache-dir install --quiet \
+	    pip==$(PIP_VERSION) pip-tools==$(PIP_TOOLS_VERSION); }
+	$(LOCK_VENV)/bin/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --extra test --output-file requirements.lock $(LOCK_ARGS) pyproject.toml
+	@echo "requirements.lock: $$(grep -c '==' requirements.lock) pins; the next make target rebuilds .venv from it"
 
 .PHONY: reproduce
 ## reproduce: run the whole pipeline with params.yaml (fetch, train variants, sweep, multi-worker, report)
-reproduce: $(PY)
+reproduce: $(STAMP)
 	$(DVC) repro
 	@echo "report: reports/report.html (offline) and reports/report.md; metrics: dvc metrics show"
 
 .PHONY: reproduce-blog
 ## reproduce-blog: the blog's exact run (params-blog.yaml: 224 px, 64/replica, 1+10 epochs, 4 GPUs) as a DVC experiment -> reports/blog/
-reproduce-blog: $(PY)
+reproduce-blog: $(STAMP)
 	$(PY) -m flowerbench preflight --params params-blog.yaml
 	$(DVC) exp run --name blog-$$(date +%Y%m%d-%H%M%S) $$($(PY) -m flowerbench exp-args --params params-blog.yaml)
 	rm -rf reports/blog && mkdir -p reports/blog
@@ -48,17 +82,17 @@ reproduce-blog: $(PY)
 
 .PHONY: test
 ## test: the fast test suite (real TensorFlow and DVC on tiny data; 10-14 min on 2 cores)
-test: $(PY)
+test: $(STAMP)
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 .PHONY: test-all
 ## test-all: every test, including the slow ones (ResNet50 end to end)
-test-all: $(PY)
+test-all: $(STAMP)
 	$(PY) -m pytest -q -m "" $(PYTEST_ARGS)
 
 .PHONY: bench
 ## bench: vs the blog's own code, the input ceiling, overheads, make reproduce in a clone -> reports/bench.md (40-50 min on 2 cores; BENCH_ARGS=--no-reproduce)
-bench: $(PY)
+bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 .PHONY: clean

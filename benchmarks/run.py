@@ -76,9 +76,9 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
     shutil.copy(data_root / paths.MANIFEST, work / paths.MANIFEST)
     params["data"].update(image_size=image_size, max_images=None, source="synthetic")
     params["train"].update(batch_size_per_replica=batch, epochs=epochs, warmup_epochs=1, verbose="quiet")
-    params["variants"] = [{"name": n, "loop": l, "replicas": r} for n, l, r in
+    params["variants"] = {n: {"loop": l, "replicas": r} for n, l, r in
                           [("single_fit", "fit", 1), ("single_custom", "custom", 1),
-                           ("r2_fit", "fit", 2), ("r4_fit", "fit", 4)]]
+                           ("r2_fit", "fit", 2), ("r4_fit", "fit", 4)]}
     params["sweep"] = {"replicas": [], "loops": ["fit"]}
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for name, pipeline, policy, graph, step_timing in (("synthetic", "synthetic", "per_replica", "epoch", False),

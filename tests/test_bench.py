@@ -46,7 +46,7 @@ def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_pat
     base = load_params(work / "params.yaml")
     assert (base.data.image_size, base.data.max_images, base.train.batch_size_per_replica, base.train.epochs) == \
         (32, None, 8, 1)
-    assert [(v.name, v.replicas) for v in base.variants] == [("single_fit", 1), ("single_custom", 1),
+    assert [(v.name, v.replicas) for v in base.declared_variants()] == [("single_fit", 1), ("single_custom", 1),
                                                               ("r2_fit", 2), ("r4_fit", 4)]
     knobs = {"synthetic": ("synthetic", "per_replica", "epoch", False),
              "tfdefault": ("files", "tf_default", "epoch", False),
@@ -55,7 +55,7 @@ def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_pat
     for name, want in knobs.items():
         p = load_params(work / f"params-{name}.yaml")
         assert (p.data.pipeline, p.train.thread_policy, p.train.custom_graph, p.train.step_timing) == want, name
-        assert p.data.image_size == 32 and [v.name for v in p.variants] == [v.name for v in base.variants]
+        assert p.data.image_size == 32 and [v.name for v in p.declared_variants()] == [v.name for v in base.declared_variants()]
 
 
 def test_keep_outputs_copies_the_pipeline_outputs_and_replaces_old_ones(tmp_path):

@@ -12,7 +12,7 @@ from tests.conftest import tiny_params
 def test_defaults_are_the_blogs_variants():
     p = Params()
     assert p.seed == 123 and p.model.arch == "resnet50"
-    assert [(v.name, v.loop, v.replicas) for v in p.variants] == [
+    assert [(v.name, v.loop, v.replicas) for v in p.declared_variants()] == [
         ("single_fit", "fit", 1), ("mirrored_fit", "fit", 4), ("single_custom", "custom", 1),
         ("mirrored_custom", "custom", 4)]
 

@@ -2,7 +2,7 @@
 
 `load_params(path)` reads `params.yaml` (or any params file), validates it
 against the typed schema below and returns a frozen `Params`.  Every problem
-(unknown key, wrong type, out-of-range value, duplicate variant, missing file,
+(unknown key, wrong type, out-of-range value, duplicate key, missing file,
 YAML syntax error) raises `ParamsError` whose message is a single line naming
 the dotted key, e.g. ``train.batch_size_per_replica: must be >= 1, got 0``.
 The CLI turns it into exit code 2.  Nothing here imports TensorFlow, so bad
@@ -19,7 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 # ResNet50 with include_top=True refuses inputs smaller than 32x32.
 MIN_IMAGE_SIZE = 32
-BLOG_CLASSES = ("daisy", "dandelion", "roses", "sunflowers", "tulips")
+VARIANT_NAME = r"^[a-z][a-z0-9_]{0,63}$"
+# The shape `variants:` had before it became a name-keyed mapping (one DVC stage per key).
+VARIANTS_SHAPE = "variants: {single_fit: {loop: fit, replicas: 1}, ...}"
 
 
 class ParamsError(ValueError):
@@ -82,13 +84,18 @@ class TrainParams(_Section):
     verbose: Literal["auto", "quiet", "progress"] = "auto"
 
 
-class Variant(_Section):
-    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,63}$")
+class VariantSpec(_Section):
+    """One entry of `variants:` (the mapping key is the variant's name)."""
     loop: Literal["fit", "custom"]
     replicas: int = Field(ge=1, le=64)
     # Overrides data.pipeline for this variant: a `synthetic` twin of a files variant gives the
     # input-pipeline ceiling, and the report sets the two side by side.
     pipeline: Optional[Literal["files", "synthetic"]] = None
+
+
+class Variant(VariantSpec):
+    """A variant with its name: a declared one, a sweep point or the multi-worker run."""
+    name: str = Field(pattern=VARIANT_NAME)
 
 
 class SweepParams(_Section):
@@ -127,30 +134,36 @@ class Params(_Section):
     data: DataParams = Field(default_factory=DataParams)
     model: ModelParams = Field(default_factory=ModelParams)
     train: TrainParams = Field(default_factory=TrainParams)
-    variants: list[Variant] = Field(
-        default_factory=lambda: [
-            Variant(name="single_fit", loop="fit", replicas=1),
-            Variant(name="mirrored_fit", loop="fit", replicas=4),
-            Variant(name="single_custom", loop="custom", replicas=1),
-            Variant(name="mirrored_custom", loop="custom", replicas=4),
-        ]
+    # name -> spec; DVC expands one stage per key (train@single_fit, ...), each depending on
+    # variants.<name> only, so adding or editing one variant reruns just that one.
+    variants: dict[str, VariantSpec] = Field(
+        default_factory=lambda: {
+            "single_fit": VariantSpec(loop="fit", replicas=1),
+            "mirrored_fit": VariantSpec(loop="fit", replicas=4),
+            "single_custom": VariantSpec(loop="custom", replicas=1),
+            "mirrored_custom": VariantSpec(loop="custom", replicas=4),
+        }
     )
     sweep: SweepParams = Field(default_factory=SweepParams)
     multiworker: MultiworkerParams = Field(default_factory=MultiworkerParams)
     report: ReportParams = Field(default_factory=ReportParams)
 
-    @model_validator(mode="after")
-    def _unique_variants(self) -> "Params":
-        seen: set[str] = set()
-        for i, v in enumerate(self.variants):
-            if v.name in seen:
-                raise ValueError(f"variants[{i}].name: duplicate variant name {v.name!r}")
-            seen.add(v.name)
-        return self
+    @field_validator("variants")
+    @classmethod
+    def _variant_names(cls, v: dict[str, VariantSpec]) -> dict[str, VariantSpec]:
+        import re
+
+        for name in v:
+            if not re.match(VARIANT_NAME, name):
+                raise ValueError(f"{name!r} is not a valid variant name (must match {VARIANT_NAME})")
+        return v
+
+    def declared_variants(self) -> list[Variant]:
+        return [Variant(name=name, **spec.model_dump()) for name, spec in self.variants.items()]
 
     def all_variants(self) -> list[Variant]:
-        """The declared variants, then the sweep's (`sweep_r<N>_<loop>`)."""
-        out = list(self.variants)
+        """The declared variants, then the sweep's (`sweep_r<N>_<loop>`), then the multi-worker run."""
+        out = self.declared_variants()
         out += [Variant(name=sweep_name(r, loop), loop=loop, replicas=r)
                 for r in self.sweep.replicas for loop in self.sweep.loops]
         out.append(Variant(name="multiworker_custom", loop="custom", replicas=self.multiworker.workers))
@@ -209,6 +222,9 @@ def validate(raw: Any, source: str = "params") -> Params:
         raw = {}
     if not isinstance(raw, dict):
         raise ParamsError(f"{source}: top level must be a mapping, got {type(raw).__name__}")
+    if isinstance(raw.get("variants"), list):
+        raise ParamsError(f"{source}: variants: a list of {{name: ..., loop: ..., replicas: ...}} is the old shape; "
+                          f"variants is now a mapping keyed by name, e.g. {VARIANTS_SHAPE}")
     try:
         return Params.model_validate(raw)
     except ValidationError as exc:
@@ -225,6 +241,20 @@ def _raise(message: str) -> Params:
     raise ParamsError(message)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last one,
+    so a second `single_fit:` under `variants:` would silently replace the first)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_params(path: str | Path = "params.yaml") -> Params:
     path = Path(path)
     try:
@@ -234,7 +264,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     except OSError as exc:
         raise ParamsError(f"{path}: cannot read params file ({exc.strerror})") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
@@ -251,15 +281,16 @@ def resolved_dict(params: Params) -> dict[str, Any]:
 def exp_set_args(path: str | Path) -> list[str]:
     """`-S key=value` arguments that make params.yaml equal to the (validated) file at `path`.
 
-    Top-level sections are flattened to dotted keys; lists (variants, sweep
-    entries) are passed whole as JSON, which DVC parses as YAML."""
+    Top-level sections are flattened to dotted keys; `variants` and lists (sweep entries) are
+    passed whole as JSON, which DVC parses as YAML, so that the file's variants replace
+    params.yaml's instead of being merged into them."""
     import json
     import shlex
 
     flat: dict[str, Any] = {}
 
     def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and value:
+        if isinstance(value, dict) and value and prefix != "variants":
             for k, v in value.items():
                 walk(f"{prefix}.{k}" if prefix else k, v)
         else:

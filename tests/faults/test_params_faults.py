@@ -15,14 +15,18 @@ CASES = {
     "zero_batch": ({"train.batch_size_per_replica": 0}, "train.batch_size_per_replica: must be >= 1, got 0"),
     "negative_batch": ({"train.batch_size_per_replica": -8}, "train.batch_size_per_replica: must be >= 1, got -8"),
     "zero_epochs": ({"train.epochs": 0}, "train.epochs: must be >= 1, got 0"),
-    "zero_replicas": ({"variants": [{"name": "single_fit", "loop": "fit", "replicas": 0}]},
-                      "variants[0].replicas: must be >= 1, got 0"),
+    "zero_replicas": ({"variants": {"single_fit": {"loop": "fit", "replicas": 0}}},
+                      "variants.single_fit.replicas: must be >= 1, got 0"),
     "image_too_small": ({"data.image_size": 16}, "data.image_size: must be >= 32, got 16"),
-    "unknown_loop": ({"variants": [{"name": "single_fit", "loop": "keras", "replicas": 1}]},
-                     "variants[0].loop: must be one of 'fit' or 'custom', got 'keras'"),
-    "duplicate_variant": ({"variants": [{"name": "a", "loop": "fit", "replicas": 1},
-                                        {"name": "a", "loop": "custom", "replicas": 1}]},
-                          "variants[1].name: duplicate variant name 'a'"),
+    "unknown_loop": ({"variants": {"single_fit": {"loop": "keras", "replicas": 1}}},
+                     "variants.single_fit.loop: must be one of 'fit' or 'custom', got 'keras'"),
+    "bad_variant_name": ({"variants": {"Single-Fit": {"loop": "fit", "replicas": 1}}},
+                         "variants: 'Single-Fit' is not a valid variant name"),
+    # the shape before variants became a name-keyed mapping: one line naming the new shape
+    "old_variants_list": ({"variants": [{"name": "single_fit", "loop": "fit", "replicas": 1}]},
+                          "variants: a list of {name: ..., loop: ..., replicas: ...} is the old shape; "
+                          "variants is now a mapping keyed by name, e.g. variants: {single_fit: {loop: fit, "
+                          "replicas: 1}, ...}"),
     "bad_source": ({"data.source": "ftp"}, "data.source: must be one of"),
     "bad_sha": ({"data.sha256": "abc"}, "data.sha256: must be 64 hex digits"),
 }
@@ -50,6 +54,14 @@ def test_yaml_syntax_error(workdir: Path):
     (workdir / "params.yaml").write_text("train:\n  epochs: [1, 2\n")
     proc = run_cli("fetch", cwd=workdir, timeout=30)
     assert_clean_failure(proc, 2, "params.yaml: YAML syntax error at line 3")
+
+
+def test_duplicate_variant_key(workdir: Path):
+    """Plain YAML keeps the last of two equal keys; a second `single_fit:` would silently win."""
+    (workdir / "params.yaml").write_text("variants:\n  single_fit: {loop: fit, replicas: 1}\n"
+                                         "  single_fit: {loop: custom, replicas: 2}\n")
+    proc = run_cli("fetch", cwd=workdir, timeout=30)
+    assert_clean_failure(proc, 2, "params.yaml: YAML syntax error at line 3, column 3: duplicate key 'single_fit'")
 
 
 def test_unknown_variant_name(workdir: Path):
