@@ -159,6 +159,13 @@ def run(params: Params, variant_name: str, params_path: str = "params.yaml",
     batches = batch_sizes(params, variant.replicas)
     check_known_failures(params, variant)
     images = list_images(paths.FLOWERS, params.seed, params.data.max_images)
+    if len(images.files) < batches.global_batch_size:
+        # Keras builds a multi-replica fit() from the first global batch; a partial one fails deep in
+        # TensorFlow (AddN shape mismatch), and a single-device run would time no full step.
+        raise ParamsError(f"train.batch_size_per_replica: one global batch of {variant.name} "
+                          f"({batches.batch_size_per_replica} x {variant.replicas} replicas = {batches.global_batch_size}) "
+                          f"needs at least {batches.global_batch_size} images, but the data has "
+                          f"{len(images.files)} (data.max_images: {params.data.max_images})")
     started = provenance.now()
 
     from .devices import cross_device_ops_name, make_strategy, plan_devices

@@ -76,6 +76,19 @@ def test_strong_scaling_indivisible_batch(workdir: Path):
     assert_clean_failure(proc, 2, "must be divisible by 2")
 
 
+def test_fewer_images_than_one_global_batch(workdir: Path):
+    """30 images, 8 per replica x 4 replicas = 32: refused in one line before TensorFlow loads (it
+    used to fail inside fit() with an AddN shape mismatch)."""
+    p = tiny_params(**{"train.batch_size_per_replica": 8})
+    p["variants"]["mirrored_fit"]["replicas"] = 4
+    write_params(workdir / "params.yaml", p)
+    t0 = time.monotonic()
+    proc = run_cli("train", "--variant", "mirrored_fit", cwd=workdir, timeout=60)
+    assert_clean_failure(proc, 2, "train.batch_size_per_replica: one global batch of mirrored_fit (8 x 4 replicas "
+                                  "= 32) needs at least 32 images, but the data has 30")
+    assert time.monotonic() - t0 < 5
+
+
 def test_more_replicas_than_host_allows(workdir: Path):
     """0 GPUs here: 2 replicas without emulation is refused, naming the numbers."""
     write_params(workdir / "params.yaml", tiny_params(**{"train.emulate": False}))
