@@ -77,7 +77,7 @@ reproduce-blog: $(STAMP)
 	$(PY) -m flowerbench preflight --params params-blog.yaml
 	$(DVC) exp run --name blog-$$(date +%Y%m%d-%H%M%S) $$($(PY) -m flowerbench exp-args --params params-blog.yaml)
 	rm -rf reports/blog && mkdir -p reports/blog
-	cp -r reports/report.md reports/report.html reports/metrics.json reports/timings.csv reports/figures reports/blog/
+	cp -r reports/report.md reports/report.html reports/metrics.json reports/plots reports/figures reports/blog/
 	@echo "blog report: reports/blog/report.html; back to the defaults: git checkout params.yaml dvc.lock && dvc checkout"
 
 .PHONY: test
@@ -95,10 +95,36 @@ test-all: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
+# Sharing: results/*.json, reports/metrics.json and reports/plots/ travel with git (and `dvc exp push`);
+# the data, the report and its figures are in DVC's cache and travel with `dvc push` / `dvc pull`.
+# The remote is opt-in: the first `make push` or `make pull` adds DVC_REMOTE (a directory) as this
+# clone's default remote in .dvc/config.local, unless a remote is configured already (S3, GCS, SSH:
+# README, "Sharing results").
+DVC_REMOTE ?= $(HOME)/.local/share/flowerbench/dvc-remote
+# Moving data needs DVC, not an up-to-date venv: build the venv only when there is none.
+NEED_DVC := $(if $(wildcard $(DVC)),,$(STAMP))
+define REMOTE_SETUP
+	@if [ -z "$$($(DVC) remote list)" ]; then \
+	  $(DVC) remote add --local --default local "$(abspath $(DVC_REMOTE))" && \
+	  echo "flowerbench: DVC remote 'local' = $(abspath $(DVC_REMOTE)) (.dvc/config.local)"; fi
+endef
+
+.PHONY: push
+## push: upload DVC-cached outputs (data, report, figures) to the DVC remote (DVC_REMOTE=dir on first use)
+push: $(NEED_DVC)
+	$(REMOTE_SETUP)
+	$(DVC) push
+
+.PHONY: pull
+## pull: download the DVC-cached outputs of this commit from the DVC remote (DVC_REMOTE=dir on first use)
+pull: $(NEED_DVC)
+	$(REMOTE_SETUP)
+	$(DVC) pull
+
 .PHONY: clean
 ## clean: remove generated results and reports (keeps data/, the venv and reports/reference/)
 clean:
-	rm -rf results reports/report.md reports/report.html reports/metrics.json reports/timings.csv reports/figures
+	rm -rf results reports/report.md reports/report.html reports/metrics.json reports/plots reports/figures
 
 .PHONY: distclean
 ## distclean: clean, and remove data/ and the venv

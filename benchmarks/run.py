@@ -126,7 +126,7 @@ def noop_repro_seconds() -> float | None:
 
 
 KEPT = ("dvc.lock", "results", "reports/report.md", "reports/report.html", "reports/metrics.json",
-        "reports/timings.csv", "reports/figures")
+        "reports/plots", "reports/figures")
 
 
 def keep_outputs(clone: Path, dest: Path) -> None:

@@ -1,5 +1,6 @@
-"""The DVC pipeline for real: `dvc repro` in a temporary copy of the repo on tiny settings,
-then a no-op rerun, `dvc metrics show`, and `dvc exp run -S` that reruns training but not fetch."""
+"""The DVC pipeline for real, in a temporary git repo on tiny settings: the stage deps match the
+code, `dvc repro` then a no-op rerun, metrics and plots a DVC user can read, what a change reruns,
+two named experiments (show, diff, apply), and push -> fresh clone -> pull."""
 
 from __future__ import annotations
 
@@ -8,101 +9,280 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
 
 from flowerbench import paths
-from flowerbench.config import resolved_dict, validate
+from flowerbench.config import TrainParams, resolved_dict, validate
 from tests.conftest import REPO, cli_env, tiny_params, write_params
+from tests.stage_deps import closure
 
 VENV_BIN = Path(sys.executable).parent
+PKG_DIR = REPO / "src" / "flowerbench"
+# The subcommands a stage's command runs: `launch` starts `python -m flowerbench worker` processes.
+SPAWNS = {"launch": ["launch", "worker"]}
+# Params every training stage reads (train.verbose only changes progress output).
+TRAIN_PARAMS = ["seed", "data.image_size", "data.max_images", "data.pipeline", "data.cache", "model",
+                *[f"train.{k}" for k in TrainParams.model_fields if k != "verbose"]]
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
 
-def dvc(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+def dvc(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
     env = cli_env()
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
     env["DVC_NO_ANALYTICS"] = "1"
-    return subprocess.run([str(VENV_BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
+    env["DVC_SITE_CACHE_DIR"] = str(cwd / ".dvc" / "tmp" / "site-cache")
+    proc = subprocess.run([str(VENV_BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
                           timeout=timeout, env=env)
+    if check:
+        assert proc.returncode == 0, (args, (proc.stdout + proc.stderr)[-4000:])
+    return proc
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def stages() -> dict:
+    return yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+
+
+def _body(stage: dict) -> dict:
+    return stage.get("do", stage)
+
+
+def _names(items) -> list[str]:
+    return [next(iter(o)) if isinstance(o, dict) else o for o in items]
 
 
 def test_dvc_yaml_outputs_match_paths_module():
-    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    fetch_outs = [next(iter(o)) if isinstance(o, dict) else o for o in stages["fetch"]["outs"]]
-    assert fetch_outs == [str(paths.FLOWERS), str(paths.QUARANTINE), str(paths.MANIFEST)]
-    report = stages["report"]
-    outs = [next(iter(o)) for o in report["outs"]]
-    assert outs == [str(paths.REPORT_MD), str(paths.REPORT_HTML), str(paths.FIGURES)]
-    assert [next(iter(m)) for m in report["metrics"]] == [str(paths.METRICS)]
-    assert [next(iter(p)) for p in report["plots"]] == [str(paths.TIMINGS)]
-    assert stages["train"]["outs"] == [{f"{paths.RESULTS}/${{item.variant.name}}.json": {"cache": False}}]
-    # training stages never depend on params fetch does not read, and fetch never on train params
-    assert not any(p.startswith("train") for p in stages["fetch"]["params"])
-    for name in ("train", "sweep", "multiworker"):
-        assert "train" in stages[name]["params"] and str(paths.FLOWERS) in stages[name]["deps"]
+    st = stages()
+    assert _names(st["fetch"]["outs"]) == [str(paths.FLOWERS), str(paths.QUARANTINE), str(paths.MANIFEST)]
+    report = st["report"]
+    assert _names(report["outs"]) == [str(paths.REPORT_MD), str(paths.REPORT_HTML), str(paths.FIGURES), str(paths.PLOTS)]
+    assert _names(report["metrics"]) == [str(paths.METRICS)]
+    assert st["train"]["do"]["outs"] == [{f"{paths.RESULTS}/${{key}}.json": {"cache": False}}]
+    # small results are git-tracked (cache: false, not git-ignored); the report and figures are cached
+    assert all(o[next(iter(o))] == {"cache": False} for o in report["outs"] + report["metrics"] if isinstance(o, dict))
+    assert [o for o in report["outs"] if isinstance(o, str)] == [str(paths.REPORT_MD), str(paths.REPORT_HTML),
+                                                               str(paths.FIGURES)]
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "results/x.json", "reports/metrics.json",
+                              "reports/plots/epochs.csv"], cwd=REPO, capture_output=True, text=True).stdout
+    assert ignored == ""
+    plots = yaml.safe_load((REPO / "dvc.yaml").read_text())["plots"]
+    files = {f for p in plots for spec in p.values() for f in spec["y"]}
+    assert files == {str(paths.EPOCHS_PLOT), str(paths.WARMUP_PLOT)}
+
+
+@pytest.mark.parametrize("name", sorted(stages()))
+def test_stage_deps_are_the_code_its_command_runs(name):
+    """Each stage lists exactly the flowerbench modules its subcommand runs (handler in cli.py,
+    followed through every flowerbench import), plus requirements.lock."""
+    stage = _body(stages()[name])
+    sub = stage["cmd"].split("python -m flowerbench ")[1].split()[0]
+    subs = SPAWNS.get(sub, [sub])
+    if sub == "launch":
+        assert '"-m", "flowerbench", "worker"' in (PKG_DIR / "multiworker.py").read_text()
+    want = {f"src/flowerbench/{m}" for m in closure(PKG_DIR, subs)}
+    have = {d for d in stage["deps"] if d.startswith("src/")}
+    assert want - have == set(), f"{name}: dvc.yaml misses {sorted(want - have)}"
+    assert have - want == set(), f"{name}: dvc.yaml lists modules its command never runs: {sorted(have - want)}"
+    assert "requirements.lock" in stage["deps"]
+
+
+def test_the_closure_follows_handlers_not_all_of_cli():
+    """cli.py imports every stage lazily: fetch must not depend on TensorFlow code, report not on training."""
+    assert "train.py" not in closure(PKG_DIR, ["fetch"]) and "report.py" not in closure(PKG_DIR, ["train"])
+    assert {"cli.py", "config.py", "fetch.py", "standin.py"} <= closure(PKG_DIR, ["fetch"])
+    assert {"multiworker.py", "train.py", "devices.py"} <= closure(PKG_DIR, ["launch", "worker"])
+
+
+def test_param_deps_are_narrow():
+    st = stages()
+    assert st["train"]["foreach"] == "${variants}"
+    assert _body(st["train"])["params"] == [*TRAIN_PARAMS, "variants.${key}"]
+    assert st["sweep"]["params"] == TRAIN_PARAMS
+    assert st["multiworker"]["params"] == [*TRAIN_PARAMS, "multiworker"]
+    assert not any(p.startswith("train") for p in st["fetch"]["params"])
+
+
+# --------------------------------------------------------------------------- a real pipeline
 
 
 @pytest.fixture(scope="module")
 def pipeline_repo(tmp_path_factory) -> Path:
+    """A git repo with the real dvc.yaml, code and lock, tiny params, reproduced and committed."""
     repo = tmp_path_factory.mktemp("pipeline")
-    for item in ("dvc.yaml", "src", ".dvc/config", ".gitignore", ".dvcignore"):
+    for item in ("dvc.yaml", "src", ".dvc/config", ".dvc/.gitignore", ".dvc/plots", ".gitignore", ".dvcignore",
+                 "data/.gitignore", "reports/.gitignore", "requirements.lock"):
         src = REPO / item
         if src.is_dir():
             shutil.copytree(src, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        elif src.exists():
+        else:
             (repo / item).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, repo / item)
-    params = tiny_params(**{"data.standin_px": 32, "train.verbose": "quiet",
-                            "sweep": {"replicas": [1, 2], "loops": ["fit", "custom"]}})
-    params["variants"][1]["replicas"] = params["variants"][3]["replicas"] = 4
+    params = tiny_params(**{"data.standin_px": 32, "data.max_images": 64, "sweep": {"replicas": [2], "loops": ["fit"]}})
+    params["variants"]["mirrored_fit"]["replicas"] = params["variants"]["mirrored_custom"]["replicas"] = 4
     # DVC needs every key a stage declares to be present: write the fully resolved params.
     write_params(repo / "params.yaml", resolved_dict(validate(params)))
-    for cmd in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
-        subprocess.run(["git", *cmd], cwd=repo, check=True, capture_output=True)
-    proc = dvc("repro", cwd=repo)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "code", cwd=repo)
+    dvc("repro", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "run", cwd=repo)
     return repo
+
+
+def status(repo: Path) -> dict:
+    return json.loads(dvc("status", "--json", cwd=repo).stdout or "{}")
 
 
 def test_repro_produces_every_result_and_the_report(pipeline_repo):
     repo = pipeline_repo
     names = sorted(p.stem for p in (repo / "results").glob("*.json"))
-    assert names == sorted(["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "sweep_r1_fit",
-                            "sweep_r1_custom", "sweep_r2_fit", "sweep_r2_custom", "multiworker_custom"])
+    assert names == sorted(["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "sweep_r2_fit",
+                            "multiworker_custom"])
     manifest = json.loads((repo / "data" / "manifest.json").read_text())
     assert manifest["synthetic"] is True and manifest["total"] == 3670
     r = json.loads((repo / "results" / "mirrored_fit.json").read_text())
     assert r["replicas"] == 4 and r["device_kind"] == "logical_cpu" and r["git_commit"]
+    # made from the committed code: the rewritten outputs of the run do not make the tree dirty
+    assert r["git_dirty"] is False and r["git_changed"] == []
     figs = sorted(p.name for p in (repo / "reports" / "figures").glob("*.png"))
     assert "scaling.png" in figs and len(figs) == 4  # replicas 1, 2, 4: the scaling plot is drawn
     html = (repo / "reports" / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 4 and "EMULATION" in html and "SYNTHETIC DATA" in html
+    # git tracks the small results, DVC's cache holds the rest
+    tracked = git("ls-files", "results", "reports", "data", cwd=repo).split()
+    assert {"results/single_fit.json", "reports/metrics.json", "reports/plots/epochs.csv"} <= set(tracked)
+    assert "reports/report.md" not in tracked and "data/manifest.json" not in tracked
 
 
-def test_metrics_show_lists_per_variant_metrics(pipeline_repo):
-    proc = dvc("metrics", "show", "--json", cwd=pipeline_repo)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
+def test_metrics_show_lists_the_headline_numbers_per_variant(pipeline_repo):
+    data = json.loads(dvc("metrics", "show", "--json", cwd=pipeline_repo).stdout)
     metrics = next(iter(data.values()))["data"]["reports/metrics.json"]["data"]["variants"]
     assert metrics["single_fit"]["speedup_vs_baseline"] == 1.0
-    assert set(metrics["sweep_r2_custom"]) >= {"timed_seconds", "images_per_second", "scaling_efficiency"}
+    for name in ("mirrored_fit", "sweep_r2_fit", "multiworker_custom"):
+        assert set(metrics[name]) >= {"timed_seconds", "images_per_second", "speedup_vs_baseline",
+                                      "reduction_vs_baseline_pct", "scaling_efficiency"}, name
+    table = dvc("metrics", "show", cwd=pipeline_repo).stdout
+    assert "variants.mirrored_fit.scaling_efficiency" in table
+
+
+def test_plots_draw_one_line_per_variant_warmup_apart(pipeline_repo):
+    out = json.loads(dvc("plots", "show", "--json", cwd=pipeline_repo).stdout)["data"]
+    seconds = out["Timed epoch seconds"][0]
+    spec = json.dumps(seconds["content"])
+    assert '"color": {"field": "variant"' in spec and '"strokeDash": {"field": "rev"' in spec
+    rows = seconds["content"]["data"]["values"]
+    assert {r["variant"] for r in rows} == {"single_fit", "mirrored_fit", "single_custom", "mirrored_custom",
+                                            "sweep_r2_fit", "multiworker_custom"}
+    single = json.loads((pipeline_repo / "results" / "single_fit.json").read_text())
+    got = [float(r["seconds"]) for r in rows if r["variant"] == "single_fit"]
+    assert got == pytest.approx(single["epoch_seconds"], abs=1e-5)  # timed epochs only, no warm-up
+    warm = out["Warm-up epoch seconds (includes tracing)"][0]["content"]["data"]["values"]
+    assert float(next(r["seconds"] for r in warm if r["variant"] == "single_fit")) == \
+        pytest.approx(single["warmup_seconds"], abs=1e-5)
 
 
 def test_second_repro_is_a_no_op(pipeline_repo):
     before = (pipeline_repo / "results" / "single_fit.json").read_bytes()
+    t0 = time.monotonic()
     proc = dvc("repro", cwd=pipeline_repo)
-    assert proc.returncode == 0 and "Running stage" not in proc.stdout
+    print(f"no-op dvc repro: {time.monotonic() - t0:.1f} s")
+    assert "Running stage" not in proc.stdout
     assert (pipeline_repo / "results" / "single_fit.json").read_bytes() == before
 
 
-def test_exp_run_with_new_epochs_reruns_training_not_fetch(pipeline_repo):
-    proc = dvc("exp", "run", "-S", "train.epochs=2", cwd=pipeline_repo)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    assert "Running stage 'fetch'" not in proc.stdout
-    assert "Running stage 'train@variant0'" in proc.stdout and "Running stage 'report'" in proc.stdout
-    r = json.loads((pipeline_repo / "results" / "single_fit.json").read_text())
-    assert r["epochs"] == 2 and len(r["epoch_seconds"]) == 2
-    show = dvc("exp", "show", "--json", cwd=pipeline_repo)
-    assert show.returncode == 0 and "speedup_vs_baseline" in show.stdout
+def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
+    cli = pipeline_repo / "src" / "flowerbench" / "cli.py"
+    text = cli.read_text()
+    try:
+        cli.write_text(text + "\n# an edit\n")
+        changed = status(pipeline_repo)
+        assert set(changed) == {"fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
+                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
+        for name, entries in changed.items():  # dvc status: [{"changed deps": {path: "modified"}}]
+            deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
+            assert deps == {"src/flowerbench/cli.py": "modified"}, (name, entries)
+    finally:
+        cli.write_text(text)
+    assert status(pipeline_repo) == {}
+
+
+def test_adding_a_variant_leaves_the_others_up_to_date(pipeline_repo):
+    params_file = pipeline_repo / "params.yaml"
+    text = params_file.read_text()
+    try:
+        p = yaml.safe_load(text)
+        p["variants"]["quad_fit"] = {"loop": "fit", "replicas": 4, "pipeline": None}
+        write_params(params_file, p)
+        assert set(status(pipeline_repo)) == {"train@quad_fit", "report"}
+        p["variants"]["single_custom"]["replicas"] = 2  # editing one variant reruns just that one
+        write_params(params_file, p)
+        assert set(status(pipeline_repo)) == {"train@quad_fit", "train@single_custom", "report"}
+    finally:
+        params_file.write_text(text)
+    assert status(pipeline_repo) == {}
+
+
+def test_named_experiments_are_kept_compared_and_restored(pipeline_repo):
+    repo = pipeline_repo
+    run_a = dvc("exp", "run", "-n", "a", "-S", "train.batch_size_per_replica=8", cwd=repo)
+    assert "Running stage 'fetch'" not in run_a.stdout and "Running stage 'train@single_fit'" in run_a.stdout
+    report_a = (repo / "reports" / "report.md").read_text()
+    dvc("exp", "run", "-n", "b", "-S", "train.batch_size_per_replica=16", cwd=repo)
+    assert json.loads((repo / "results" / "single_fit.json").read_text())["batch_size_per_replica"] == 16
+
+    rows = json.loads(dvc("exp", "show", "--json", cwd=repo).stdout)
+    exps = {e["name"]: e for row in rows for e in (row.get("experiments") or []) for e in e["revs"]}
+    assert {"a", "b"} <= set(exps)
+    for name, batch in (("a", 8), ("b", 16)):
+        data = exps[name]["data"]
+        assert data["params"]["params.yaml"]["data"]["train"]["batch_size_per_replica"] == batch
+        m = data["metrics"]["reports/metrics.json"]["data"]["variants"]["single_fit"]
+        assert m["timed_seconds"] > 0 and m["images_per_second"] > 0, name
+
+    diff = json.loads(dvc("exp", "diff", "a", "b", "--json", cwd=repo).stdout)
+    assert diff["params"]["params.yaml"]["train.batch_size_per_replica"] == {"old": 8, "new": 16, "diff": 8}
+    assert "variants.single_fit.images_per_second" in diff["metrics"]["reports/metrics.json"]
+
+    dvc("exp", "apply", "a", cwd=repo)
+    for name in ("single_fit", "mirrored_custom", "multiworker_custom"):
+        assert json.loads((repo / "results" / f"{name}.json").read_text())["batch_size_per_replica"] == 8, name
+    assert (repo / "reports" / "report.md").read_text() == report_a  # a cached output, restored too
+    assert yaml.safe_load((repo / "params.yaml").read_text())["train"]["batch_size_per_replica"] == 8
+    # back to the committed baseline for the tests after this one
+    git("checkout", "--", ".", cwd=repo)
+    dvc("checkout", cwd=repo)
+    assert status(repo) == {}
+
+
+def test_push_then_a_fresh_clone_pulls_to_a_clean_status(pipeline_repo, tmp_path):
+    """The Makefile's push / pull with a local DVC remote; the clone reruns nothing."""
+    remote = tmp_path / "remote"
+
+    def make(target: str, cwd: Path) -> subprocess.CompletedProcess:
+        env = cli_env()
+        env["DVC_NO_ANALYTICS"] = "1"
+        proc = subprocess.run(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), target,
+                               f"VENV={VENV_BIN.parent}", f"DVC_REMOTE={remote}"], cwd=cwd, capture_output=True,
+                              text=True, timeout=300, env=env)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        return proc
+
+    assert "DVC remote 'local'" in make("push", pipeline_repo).stdout
+    assert any(remote.rglob("*")) and not (pipeline_repo / ".dvc" / "config.local").read_text() == ""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(pipeline_repo), str(clone)], check=True, capture_output=True)
+    assert not (clone / "reports" / "report.html").exists() and not (clone / "data" / "flower_photos").exists()
+    make("pull", clone)
+    assert (clone / "reports" / "report.html").read_bytes() == (pipeline_repo / "reports" / "report.html").read_bytes()
+    assert len(list((clone / "data" / "flower_photos").rglob("*.jpg"))) == 3670
+    assert status(clone) == {}
+    proc = dvc("repro", cwd=clone)
+    assert "Running stage" not in proc.stdout

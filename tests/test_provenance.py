@@ -13,7 +13,9 @@ def _git(repo, *args):
 
 def test_git_state_names_the_uncommitted_files(tmp_path, monkeypatch):
     _git(tmp_path, "init", "-q")
-    for name in ("params.yaml", "dvc.lock", "README.md"):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "reports").mkdir()
+    for name in ("params.yaml", "dvc.lock", "README.md", "results/single_fit.json", "reports/metrics.json"):
         (tmp_path / name).write_text("a\n")
     _git(tmp_path, "add", ".")
     _git(tmp_path, "commit", "-q", "-m", "x")
@@ -24,12 +26,18 @@ def test_git_state_names_the_uncommitted_files(tmp_path, monkeypatch):
     assert clean["git_dirty"] is False and clean["git_changed"] == []
     assert git_tree(clean) == "clean tree"
 
+    # The pipeline's own outputs rewritten by a rerun: not edited code, still a clean tree.
+    for name in ("dvc.lock", "results/single_fit.json", "reports/metrics.json"):
+        (tmp_path / name).write_text("b\n")
+    rerun = provenance.git_state()
+    assert rerun["git_dirty"] is False and rerun["git_changed"] == [], rerun
+
     (tmp_path / "params.yaml").write_text("b\n")
-    (tmp_path / "dvc.lock").write_text("b\n")
+    (tmp_path / "README.md").write_text("b\n")
     dirty = provenance.git_state()
     assert dirty["git_commit"] == clean["git_commit"]
-    assert dirty["git_dirty"] is True and dirty["git_changed"] == ["dvc.lock", "params.yaml"]
-    assert git_tree(dirty) == "uncommitted changes: dvc.lock, params.yaml"
+    assert dirty["git_dirty"] is True and dirty["git_changed"] == ["README.md", "params.yaml"]
+    assert git_tree(dirty) == "uncommitted changes: README.md, params.yaml"
 
 
 def test_git_tree_outside_git_and_for_old_results(tmp_path, monkeypatch):

@@ -36,7 +36,7 @@ from typing import Callable, Optional
 
 from . import paths, standin
 from .config import Params
-from .io import write_json
+from .io import swap_dir, write_json
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}
 CHUNK = 1 << 16
@@ -356,10 +356,7 @@ def run(params: Params, override: Optional[str] = None) -> dict:
         write_json(quarantine / "index.json", bad)
         # Swap the finished tree into place; a failure above leaves the old data untouched.
         for src, dst in ((root, paths.FLOWERS), (quarantine, paths.QUARANTINE)):
-            if dst.exists():
-                old = staging / f"old-{dst.name}"
-                dst.replace(old)
-            src.replace(dst)
+            swap_dir(src, dst, staging / f"old-{dst.name}")
         write_json(paths.MANIFEST, manifest)
         log(f"{manifest['total']} images in {len(counts)} classes -> {paths.FLOWERS} "
             f"({len(bad)} quarantined) [{manifest['label']}]")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,39 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
             raise OutputError(f"{path}: cannot write output ({exc.strerror})") from None
         raise
     return path
+
+
+def swap_dir(src: Path, dest: Path, trash: Path) -> None:
+    """Move the finished directory `src` to `dest`; an existing `dest` goes to `trash` first (the
+    caller removes it).  Both renames stay on one filesystem, so `dest` is never half-written."""
+    if dest.exists():
+        dest.replace(trash)
+    src.replace(dest)
+
+
+def write_dir(dest: str | Path, files: dict[str, bytes | str]) -> Path:
+    """Write `files` (name -> content) as the whole content of directory `dest`, atomically:
+    they go to a fresh sibling directory that is swapped into place, so a failure leaves the
+    old directory as it was."""
+    dest = Path(dest)
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}-", dir=dest.parent))
+    except OSError as exc:
+        raise OutputError(f"{dest}: cannot write output ({exc.strerror})") from None
+    trash = dest.parent / f".{dest.name}-old"
+    try:
+        staging.chmod(0o777 & ~_umask())
+        for name, data in files.items():
+            (staging / name).write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        shutil.rmtree(trash, ignore_errors=True)
+        swap_dir(staging, dest, trash)
+    except OSError as exc:
+        raise OutputError(f"{dest}: cannot write output ({exc.strerror})") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(trash, ignore_errors=True)
+    return dest
 
 
 def _umask() -> int:

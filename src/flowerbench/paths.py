@@ -2,7 +2,7 @@
 
 All paths are relative to the working directory, which is the repository root
 when DVC or the Makefile runs a stage (tests run stages in a temporary copy).
-`dvc.yaml` names the same paths as stage outputs; `tests/test_dvc_yaml.py`
+`dvc.yaml` names the same paths as stage outputs; `tests/test_dvc.py`
 checks that the two agree.
 """
 
@@ -20,9 +20,20 @@ FIGURES = REPORTS / "figures"
 REPORT_MD = REPORTS / "report.md"
 REPORT_HTML = REPORTS / "report.html"
 METRICS = REPORTS / "metrics.json"
-TIMINGS = REPORTS / "timings.csv"
+PLOTS = REPORTS / "plots"                  # dvc plots data (see dvc.yaml `plots:`)
+EPOCHS_PLOT = PLOTS / "epochs.csv"
+WARMUP_PLOT = PLOTS / "warmup.csv"
 BENCH_JSON = REPORTS / "bench.json"
 BENCH_MD = REPORTS / "bench.md"
+
+
+# What the pipeline itself writes into the git tree (its results, DVC's lock, the data and reports
+# folders).  A run that rewrites them has not edited code: provenance leaves them out of git_dirty.
+PIPELINE_OUTPUTS = ("dvc.lock", f"{RESULTS}/", f"{REPORTS}/", f"{DATA}/")
+
+
+def is_pipeline_output(path: str) -> bool:
+    return path in PIPELINE_OUTPUTS or path.startswith(tuple(p for p in PIPELINE_OUTPUTS if p.endswith("/")))
 
 
 def result_path(variant: str, results_dir: Path = RESULTS) -> Path:

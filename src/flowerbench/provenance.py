@@ -9,6 +9,8 @@ import subprocess
 import sys
 from importlib import metadata
 
+from . import paths
+
 
 def _version(dist: str) -> str | None:
     try:
@@ -24,8 +26,9 @@ def versions() -> dict:
 
 
 def git_state() -> dict:
-    """Commit of the working tree, whether it had uncommitted changes to tracked files (DVC
-    experiments do: params.yaml, dvc.lock) and which."""
+    """Commit of the working tree, whether it had uncommitted changes to tracked files and which
+    (a DVC experiment has: params.yaml).  The pipeline's own outputs (results/, reports/, dvc.lock,
+    data/) are left out: a run that rewrote the last run's results has not edited code."""
     def git(*args: str) -> str | None:
         try:
             return subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
@@ -36,7 +39,7 @@ def git_state() -> dict:
     commit = git("rev-parse", "HEAD")
     # Tracked files that differ from HEAD, staged or not (untracked files are not part of the tree).
     names = git("diff", "--name-only", "HEAD")
-    changed = None if names is None else sorted(names.splitlines())
+    changed = None if names is None else sorted(n for n in names.splitlines() if not paths.is_pipeline_output(n))
     return {"git_commit": commit, "git_dirty": None if changed is None else bool(changed), "git_changed": changed}
 
 

@@ -1,5 +1,5 @@
 """Stage `report`: results/*.json -> reports/ (report.md, self-contained report.html,
-figures/*.png, metrics.json for `dvc metrics`, timings.csv for `dvc plots`).
+figures/*.png, metrics.json for `dvc metrics`, plots/*.csv for `dvc plots`).
 
     python -m flowerbench report [--params params.yaml]
 
@@ -15,19 +15,17 @@ import base64
 import html
 import io
 import math
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 from . import paths, provenance
 from .config import Params, resolved_dict
-from .io import OutputError, atomic_write, read_json, write_json
+from .io import atomic_write, read_json, write_dir, write_json
 
 REQUIRED = ("variant", "loop", "replicas", "device_kind", "devices", "global_batch_size", "batch_size_per_replica",
-            "image_size", "images_per_epoch", "epochs", "warmup_seconds", "epoch_seconds", "timed_seconds",
+            "image_size", "images_per_epoch", "epochs", "warmup_seconds", "epoch_seconds", "epoch_loss", "timed_seconds",
             "images_per_second", "final_loss", "final_accuracy", "data_source", "params", "versions")
 # Params that must agree between results for their timings to be comparable.
 COMPARABLE = ("seed", "data", "model", "train")
@@ -179,12 +177,35 @@ def tidy(results: list[dict]):
                      "images": r["images_per_epoch"] * r.get("warmup_epochs", 1)})
         per = r["epochs"]
         images = r.get("epoch_images") or [r["images_per_epoch"]] * len(r["epoch_seconds"])
-        for i, (s, n) in enumerate(zip(r["epoch_seconds"], images)):
+        for i, (s, n, loss) in enumerate(zip(r["epoch_seconds"], images, r["epoch_loss"])):
             rows.append({**common, "phase": "timed", "repeat": i // per, "epoch": i % per + 1,
-                         "seconds": s, "images": n})
+                         "seconds": s, "images": n, "loss": loss})
     df = pd.DataFrame(rows)
     df["images_per_second"] = df["images"] / df["seconds"]
     return df
+
+
+def plots_data(df) -> dict[str, str]:
+    """The `dvc plots` files: timed epochs (one series per variant, x = timed epoch 1.. across
+    repeats) and the warm-up apart.  Written from the results after timing, never during it."""
+    timed = df[df.phase == "timed"].copy()
+    timed["timed_epoch"] = timed.groupby("variant").cumcount() + 1
+    epochs = timed[["variant", "timed_epoch", "repeat", "epoch", "seconds", "loss", "images_per_second"]]
+    warm = df[df.phase == "warmup"][["variant", "seconds"]]
+    return {paths.EPOCHS_PLOT.name: epochs.to_csv(index=False, float_format="%.6f"),
+            paths.WARMUP_PLOT.name: warm.to_csv(index=False, float_format="%.6f")}
+
+
+def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings: list[str]) -> dict:
+    """reports/metrics.json: numbers only, nested by name (`dvc metrics show` drops lists and
+    strings); the labels and the warnings' text are in the report."""
+    def numbers(d: dict) -> dict:
+        return {k: v for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    return {"variants": {name: numbers(m) for name, m in metrics.items()},
+            "blog_audit": {a["variant"]: numbers(a) for a in audit},
+            "input_ceiling": {c["synthetic"]: numbers(c) for c in ceiling},
+            "warnings": len(warnings)}
 
 
 # --------------------------------------------------------------------------- figures
@@ -512,27 +533,10 @@ def run(params: Params, params_path: str = "params.yaml", results_dir: Path = pa
     ceiling = input_ceiling(results)
     doc = build_doc(results, metrics, audit, ceiling, figs, params, warnings, manifest)
 
-    # Everything is rendered; now write. Figures go to a fresh folder swapped into place.
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    fig_dir = reports_dir / paths.FIGURES.name
-    staging = Path(tempfile.mkdtemp(prefix=".figures-", dir=reports_dir))
-    try:
-        staging.chmod(0o755)
-        for name, (png, _) in figs.items():
-            (staging / name).write_bytes(png)
-        old = reports_dir / ".figures-old"
-        shutil.rmtree(old, ignore_errors=True)
-        if fig_dir.exists():
-            fig_dir.replace(old)
-        staging.replace(fig_dir)
-        shutil.rmtree(old, ignore_errors=True)
-    except OSError as exc:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise OutputError(f"{fig_dir}: cannot write figures ({exc.strerror})") from None
-    csv = df.to_csv(index=False, float_format="%.6f")
-    atomic_write(reports_dir / paths.TIMINGS.name, csv)
-    write_json(reports_dir / paths.METRICS.name, {"variants": metrics, "blog_audit": audit,
-                                                   "input_ceiling": ceiling, "warnings": warnings})
+    # Everything is rendered; now write. Each folder is written whole and swapped into place.
+    write_dir(reports_dir / paths.FIGURES.name, {name: png for name, (png, _) in figs.items()})
+    write_dir(reports_dir / paths.PLOTS.name, plots_data(df))
+    write_json(reports_dir / paths.METRICS.name, metrics_file(metrics, audit, ceiling, warnings))
     atomic_write(reports_dir / paths.REPORT_MD.name, doc.md())
     atomic_write(reports_dir / paths.REPORT_HTML.name, doc.html("flowerbench report"))
     log(f"{len(results)} variants -> {reports_dir}/report.html, report.md, {len(figs)} figures, metrics.json")
