@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import yaml
@@ -46,7 +47,6 @@ def test_venv_refuses_an_old_python_in_one_line(tmp_path):
 
 
 def test_min_python_matches_pyproject_and_the_lock():
-    import re
     import tomllib
 
     text = (REPO / "Makefile").read_text()
@@ -63,6 +63,26 @@ def test_ci_runs_the_readme_test_command():
     ci = (REPO / ".ci" / "run").read_text()
     assert "set -euo pipefail" in ci and "make test" in ci
     assert "make test" in (REPO / "README.md").read_text()
+
+
+def test_readme_is_short_and_every_local_link_resolves():
+    """The README is the five-minute read; the rest lives in docs/, and no link points nowhere."""
+    readme = REPO / "README.md"
+    assert len(readme.read_bytes()) <= 10_240
+    pages = [readme, *sorted((REPO / "docs").glob("*.md"))]
+    assert len(pages) >= 5
+    linked = set()
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target:
+                continue
+            path = (page.parent / target).resolve()
+            assert path.exists(), f"{page.relative_to(REPO)} links to missing {target}"
+            linked.add(path)
+    assert {p.resolve() for p in pages[1:]} <= linked, "a docs page the README does not link"
+    for name in ("LICENSE", "CITATION.cff"):
+        assert (REPO / name).is_file() and str(REPO / name) in {str(p) for p in linked}
+    assert "Creative Commons Attribution" in readme.read_text()
 
 
 def test_lock_pins_every_direct_dependency_exactly():

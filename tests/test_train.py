@@ -135,7 +135,7 @@ def test_step_timing_off_by_default(workdir):
 
 
 def test_input_pipeline_has_autotune_off_and_serves_each_image_once_per_epoch(workdir):
-    """Autotune off (freeing a live iterator waited for its thread; README, Performance); the
+    """Autotune off (freeing a live iterator waited for its thread; docs/performance.md); the
     epoch still holds every image exactly once, in batches of the global batch size."""
     from flowerbench import paths
     from flowerbench.dataset import build_dataset, list_images
