@@ -37,8 +37,8 @@ from typing import Callable, Optional
 from . import paths, standin
 from .config import Params
 from .io import swap_dir, write_json
+from .log import get_logger
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png"}
 CHUNK = 1 << 16
 
 
@@ -57,8 +57,7 @@ class Download:
     backoff_s: float = 0.5
 
 
-def log(msg: str) -> None:
-    print(f"[fetch] {msg}", file=sys.stderr, flush=True)
+log = get_logger("fetch").info
 
 
 def sha256_file(path: Path) -> str:
@@ -211,7 +210,10 @@ def safe_extract(archive: Path, into: Path) -> Path:
                 raise FetchError(f"{archive}: archive is empty")
             for m in members:
                 _check_member(m, archive)
-            tar.extractall(into, members=members, filter="data")
+            # Every member is checked above; the "data" filter (Python >= 3.11.4) is a second guard.
+            # Older 3.11 releases (Debian 12's 3.11.2) have no `filter` argument.
+            extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+            tar.extractall(into, members=members, **extra)
     except (tarfile.TarError, EOFError, OSError) as exc:
         if isinstance(exc, FetchError):
             raise
@@ -235,7 +237,7 @@ def find_root(into: Path, archive: Path) -> Path:
 
 
 def _has_images(folder: Path) -> bool:
-    return any(p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES for p in folder.iterdir())
+    return any(p.is_file() and p.suffix.lower() in paths.IMAGE_SUFFIXES for p in folder.iterdir())
 
 
 # --------------------------------------------------------------------------- validation
@@ -245,7 +247,7 @@ def check_image(path: Path) -> tuple[Optional[str], Optional[str]]:
     """(reason it is unusable or None, decoded format)."""
     from PIL import Image, UnidentifiedImageError
 
-    if path.suffix.lower() not in IMAGE_SUFFIXES:
+    if path.suffix.lower() not in paths.IMAGE_SUFFIXES:
         return f"not an image file name ({path.suffix or 'no suffix'})", None
     try:
         if path.stat().st_size == 0:
