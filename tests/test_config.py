@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flowerbench.config import Params, ParamsError, load_params, resolved_dict, validate
-from flowerbench.train import batch_sizes
+from flowerbench.training import batch_sizes
 from tests.conftest import tiny_params
 
 
@@ -14,7 +14,8 @@ def test_defaults_are_the_blogs_variants():
     assert p.seed == 123 and p.model.arch == "resnet50"
     assert [(v.name, v.loop, v.replicas) for v in p.declared_variants()] == [
         ("single_fit", "fit", 1), ("mirrored_fit", "fit", 4), ("single_custom", "custom", 1),
-        ("mirrored_custom", "custom", 4)]
+        ("mirrored_custom", "custom", 4), ("single_fit_synthetic", "fit", 1)]
+    assert p.variants["single_fit_synthetic"].pipeline == "synthetic"
 
 
 def test_all_variants_expands_the_sweep_and_multiworker():
@@ -57,3 +58,30 @@ def test_global_batch_size(scaling, replicas, expected):
     p = validate(tiny_params(**{"train.scaling": scaling, "train.batch_size_per_replica": 32}))
     b = batch_sizes(p, replicas)
     assert (b.batch_size_per_replica, b.global_batch_size) == expected
+
+
+def test_code_defaults_are_params_yaml():
+    """One source of truth: every default of the schema equals params.yaml's value, so a params
+    file that omits a key (params-blog.yaml) gets params.yaml's setting, not another one."""
+    from flowerbench.config import Params, resolved_dict
+    from tests.conftest import REPO
+
+    def flat(d, prefix=""):
+        out = {}
+        for k, v in d.items():
+            if isinstance(v, dict) and k != "variants":
+                out.update(flat(v, f"{prefix}{k}."))
+            else:
+                out[prefix + k] = v
+        return out
+
+    shipped = flat(resolved_dict(load_params(REPO / "params.yaml")))
+    defaults = flat(resolved_dict(Params()))
+    assert {k: (defaults[k], v) for k, v in shipped.items() if defaults[k] != v} == {}
+    # and params-blog.yaml is an overlay: what it leaves out is params.yaml's
+    import yaml
+
+    blog_raw = flat(yaml.safe_load((REPO / "params-blog.yaml").read_text()))
+    blog = flat(resolved_dict(load_params(REPO / "params-blog.yaml")))
+    unset = [k for k in shipped if k not in blog_raw and not any(k.startswith(r + ".") for r in blog_raw)]
+    assert len(unset) > 10 and all(blog[k] == shipped[k] for k in unset)

@@ -93,11 +93,15 @@ def test_stage_deps_are_the_code_its_command_runs(name):
     assert "requirements.lock" in stage["deps"]
 
 
-def test_the_closure_follows_handlers_not_all_of_cli():
+def test_the_closure_follows_handlers_and_stages_stand_on_shared_modules():
     """cli.py imports every stage lazily: fetch must not depend on TensorFlow code, report not on training."""
     assert "train.py" not in closure(PKG_DIR, ["fetch"]) and "report.py" not in closure(PKG_DIR, ["train"])
     assert {"cli.py", "config.py", "fetch.py", "standin.py"} <= closure(PKG_DIR, ["fetch"])
-    assert {"multiworker.py", "train.py", "devices.py"} <= closure(PKG_DIR, ["launch", "worker"])
+    # Layering: stages stand on shared modules, never on each other.  The worker runs the shared
+    # training path (training.py), not the `train` stage; training does not import the fetch stage.
+    assert {"multiworker.py", "training.py", "devices.py"} <= closure(PKG_DIR, ["launch", "worker"])
+    assert "train.py" not in closure(PKG_DIR, ["launch", "worker"])
+    assert {"fetch.py", "standin.py", "multiworker.py"}.isdisjoint(closure(PKG_DIR, ["train"]))
 
 
 def test_param_deps_are_narrow():

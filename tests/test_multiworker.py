@@ -53,3 +53,29 @@ def test_launch_writes_a_labelled_result(workdir):
 def test_workers_flag_must_match_params(workdir):
     proc = run_cli("launch", "--workers", "3", cwd=workdir, timeout=60)
     assert proc.returncode == 2 and "differs from multiworker.workers=2" in proc.stderr
+
+
+def test_workers_run_the_same_training_path_strong_scaling_and_mixed_precision(workdir):
+    """The worker is `train` with another strategy: strong scaling splits the global batch, mixed
+    precision gets its loss-scale optimizer, and the result records what actually ran."""
+    write_params(workdir / "params.yaml", tiny_params(**{
+        "data.max_images": 16, "train.batch_size_per_replica": 8, "train.scaling": "strong",
+        "train.mixed_precision": True, "train.repeats": 2, "multiworker.workers": 2}))
+    proc = run_cli("launch", cwd=workdir, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    r = json.loads((workdir / "results" / "multiworker_custom.json").read_text())
+    assert (r["scaling"], r["global_batch_size"], r["batch_size_per_replica"], r["replicas"]) == ("strong", 8, 4, 2)
+    assert r["steps_per_epoch"] == 2 and r["epoch_images"] == [16, 16]
+    assert r["mixed_precision"] is True and r["dtype_policy"] == "mixed_float16"
+    assert r["optimizer_class"] == "LossScaleOptimizer"
+    assert len(r["repeat_seconds"]) == 2 and r["started_at"] < r["finished_at"]
+    assert r["cross_device_ops"] != "none (single device)" and r["physical_gpus"] == 0
+
+
+def test_multiworker_off_drops_its_variant(workdir):
+    write_params(workdir / "params.yaml", tiny_params(**{"multiworker.workers": 0}))
+    from flowerbench.config import load_params
+
+    assert "multiworker_custom" not in [v.name for v in load_params(workdir / "params.yaml").all_variants()]
+    proc = run_cli("launch", cwd=workdir, timeout=60)
+    assert proc.returncode == 2 and "multiworker.workers: 0 turns the multi-worker job off" in proc.stderr

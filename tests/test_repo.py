@@ -142,4 +142,4 @@ def test_reproduce_blog_stops_before_any_work_without_four_gpus(tmp_path):
     assert "train.device=gpu but this host has no GPU; the blog's run needs 4 GPUs" in proc.stderr
     assert list(tmp_path.iterdir()) == []  # nothing was written
     ok = run_cli("preflight", "--params", str(REPO / "params.yaml"), cwd=tmp_path, timeout=120)
-    assert ok.returncode == 0 and "the variants need up to 4 replica(s)" in ok.stdout
+    assert ok.returncode == 0 and "the variants need up to 4 replica(s)" in ok.stderr

@@ -34,11 +34,13 @@ def _on_sigterm(signum, frame):  # pragma: no cover - exercised in subprocess te
 
 
 def prepare_tensorflow_env() -> None:
-    """Environment that must be set before TensorFlow is imported."""
+    """Set what must be set before TensorFlow is imported, then import it quietly."""
     # oneDNN kernels: ~3.8x faster ResNet50 steps on the AMD EPYC hosts we measured,
     # where this TF build left them off by default.  Respect an explicit user choice.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from .devices import import_tensorflow
+    import_tensorflow()
 
 
 def _cmd_fetch(args, params):
@@ -49,7 +51,7 @@ def _cmd_fetch(args, params):
 def _cmd_train(args, params):
     prepare_tensorflow_env()
     from . import train
-    train.run(params, variant_name=args.variant, params_path=args.params)
+    train.run(params, variant_name=args.variant)
 
 
 def _cmd_report(args, params):
@@ -60,8 +62,7 @@ def _cmd_report(args, params):
 def _cmd_worker(args, params):
     prepare_tensorflow_env()
     from . import multiworker
-    multiworker.worker_main(params, variant_name=args.variant, out=args.out, dump_weights=args.dump_weights,
-                            params_path=args.params)
+    multiworker.worker_main(params, variant_name=args.variant, out=args.out, dump_weights=args.dump_weights)
 
 
 def _cmd_launch(args, params):
@@ -113,6 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    from .log import setup
+    setup()
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         params = load_params(args.params)

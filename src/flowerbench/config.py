@@ -21,7 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 MIN_IMAGE_SIZE = 32
 VARIANT_NAME = r"^[a-z][a-z0-9_]{0,63}$"
 # The shape `variants:` had before it became a name-keyed mapping (one DVC stage per key).
+MULTIWORKER_VARIANT = "multiworker_custom"
 VARIANTS_SHAPE = "variants: {single_fit: {loop: fit, replicas: 1}, ...}"
+
+
+# The defaults below are params.yaml's values (tests/test_config.py holds the two together), so a
+# params file that leaves a key out -- params-blog.yaml, a test's tiny params -- is an overlay on
+# params.yaml, never on a second, drifting set of defaults.
 
 
 class ParamsError(ValueError):
@@ -42,7 +48,7 @@ class DataParams(_Section):
     timeout_s: float = Field(30.0, gt=0, le=600)
     retries: int = Field(4, ge=0, le=20)
     image_size: int = Field(32, ge=MIN_IMAGE_SIZE, le=1024)
-    max_images: Optional[int] = Field(None, ge=1)
+    max_images: Optional[int] = Field(256, ge=1)
     pipeline: Literal["files", "synthetic"] = "files"
     standin_px: int = Field(64, ge=8, le=512)
     cache: bool = True
@@ -96,11 +102,13 @@ class VariantSpec(_Section):
 class Variant(VariantSpec):
     """A variant with its name: a declared one, a sweep point or the multi-worker run."""
     name: str = Field(pattern=VARIANT_NAME)
+    # None: one process (`train`); N: an N-worker MultiWorkerMirroredStrategy job (`launch`).
+    workers: Optional[int] = None
 
 
 class SweepParams(_Section):
     replicas: list[int] = Field(default_factory=lambda: [2])
-    loops: list[Literal["fit", "custom"]] = Field(default_factory=lambda: ["fit", "custom"])
+    loops: list[Literal["fit", "custom"]] = Field(default_factory=lambda: ["fit"])
 
     @field_validator("replicas")
     @classmethod
@@ -112,9 +120,9 @@ class SweepParams(_Section):
 
 
 class MultiworkerParams(_Section):
-    workers: int = Field(2, ge=1, le=16)
+    workers: int = Field(2, ge=0, le=16)   # 0: no multi-worker job (no multiworker_custom variant)
     deadline_s: float = Field(600.0, gt=0, le=86400)
-    join_timeout_s: float = Field(60.0, gt=0, le=3600)
+    join_timeout_s: float = Field(120.0, gt=0, le=3600)
 
 
 class ReportParams(_Section):
@@ -142,6 +150,7 @@ class Params(_Section):
             "mirrored_fit": VariantSpec(loop="fit", replicas=4),
             "single_custom": VariantSpec(loop="custom", replicas=1),
             "mirrored_custom": VariantSpec(loop="custom", replicas=4),
+            "single_fit_synthetic": VariantSpec(loop="fit", replicas=1, pipeline="synthetic"),
         }
     )
     sweep: SweepParams = Field(default_factory=SweepParams)
@@ -162,11 +171,14 @@ class Params(_Section):
         return [Variant(name=name, **spec.model_dump()) for name, spec in self.variants.items()]
 
     def all_variants(self) -> list[Variant]:
-        """The declared variants, then the sweep's (`sweep_r<N>_<loop>`), then the multi-worker run."""
+        """The declared variants, then the sweep's (`sweep_r<N>_<loop>`), then the multi-worker run
+        (unless multiworker.workers is 0)."""
         out = self.declared_variants()
         out += [Variant(name=sweep_name(r, loop), loop=loop, replicas=r)
                 for r in self.sweep.replicas for loop in self.sweep.loops]
-        out.append(Variant(name="multiworker_custom", loop="custom", replicas=self.multiworker.workers))
+        if self.multiworker.workers:
+            out.append(Variant(name=MULTIWORKER_VARIANT, loop="custom", replicas=self.multiworker.workers,
+                               workers=self.multiworker.workers))
         return out
 
     def pipeline_of(self, variant: Variant) -> str:

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .fetch import IMAGE_SUFFIXES
+from .paths import IMAGE_SUFFIXES
 
 
 class DataError(RuntimeError):

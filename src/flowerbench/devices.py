@@ -29,10 +29,12 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .config import TrainParams
+from .log import get_logger
 
 
 class DeviceError(RuntimeError):
@@ -55,7 +57,46 @@ class DevicePlan:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The fields a result records (the replica count comes from the variant)."""
+        out = asdict(self)
+        out.pop("replicas")
+        out["device_notes"] = out.pop("notes")
+        return out
+
+
+# TensorFlow's C++ start-up lines, written to fd 2 before absl logging starts (so
+# TF_CPP_MIN_LOG_LEVEL cannot hide them) or at ERROR level on a host without a GPU driver
+# (cuInit ... UNKNOWN ERROR (303)): they read like failures to a newcomer and say nothing the
+# stage does not say itself.
+STARTUP_NOISE = ("All log messages before absl::InitializeLog()", "oneDNN custom operations are on",
+                 "Could not find cuda drivers", "failed call to cuInit", "Unable to register cu",
+                 "computation placer already registered", "TF-TRT Warning", "absl::InitializeLog")
+
+
+def import_tensorflow():
+    """Import TensorFlow and look for GPUs with its start-up lines filtered out; say in one line
+    what was found.  Anything else TensorFlow printed is passed on."""
+    import tempfile
+    import time
+
+    t0 = time.perf_counter()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow as tf
+
+            gpus = tf.config.list_physical_devices("GPU")
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            for line in captured.read().decode("utf-8", "replace").splitlines():
+                if line.strip() and not any(n in line for n in STARTUP_NOISE):
+                    print(line, file=sys.stderr)
+    found = f"{len(gpus)} GPU(s)" if gpus else "no GPU found, CPU only"
+    get_logger("tensorflow").info(f"TensorFlow {tf.__version__} ready in {time.perf_counter() - t0:.1f}s; {found}")
+    return tf
 
 
 def cpu_count() -> int:
@@ -159,6 +200,12 @@ def make_strategy(plan: DevicePlan):
     return tf.distribute.MirroredStrategy(devices=plan.devices)
 
 
+def strategy_name(strategy) -> str:
+    """The public name: tf.distribute.MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy."""
+    name = type(strategy).__name__
+    return {"CollectiveAllReduceStrategy": "MultiWorkerMirroredStrategy"}.get(name, name)
+
+
 def cross_device_ops_name(strategy) -> str:
     ops = getattr(strategy.extended, "_cross_device_ops", None) or getattr(strategy.extended, "_collective_ops", None)
     return type(ops).__name__ if ops is not None else "none (single device)"
@@ -170,7 +217,7 @@ def preflight(params) -> int:
 
     gpus = [] if params.train.device == "cpu" else tf.config.list_physical_devices("GPU")
     need = max(v.replicas for v in params.all_variants())
-    print(f"[preflight] {len(gpus)} GPU(s) visible; the variants need up to {need} replica(s)", flush=True)
+    get_logger("preflight").info(f"{len(gpus)} GPU(s) visible; the variants need up to {need} replica(s)")
     if params.train.device == "gpu" and not gpus:
         raise DeviceError(f"train.device=gpu but this host has no GPU; the blog's run needs {need} GPUs "
                           f"(use a GPU host with tensorflow[and-cuda], or set train.device=auto and train.emulate=true "

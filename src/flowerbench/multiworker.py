@@ -29,7 +29,6 @@ import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,10 +37,9 @@ from pathlib import Path
 from typing import Optional
 
 from . import paths
-from .config import Params, ParamsError
-from .io import atomic_write, check_writable
-
-VARIANT = "multiworker_custom"
+from .config import MULTIWORKER_VARIANT as VARIANT, Params, ParamsError
+from .io import check_writable, write_json
+from .log import get_logger, setup as setup_logging
 
 
 class JobError(RuntimeError):
@@ -49,7 +47,7 @@ class JobError(RuntimeError):
 
 
 def log(who: str, msg: str) -> None:
-    print(f"[{who}] {msg}", file=sys.stderr, flush=True)
+    get_logger(who).info(msg)
 
 
 # --------------------------------------------------------------------------- worker
@@ -93,6 +91,7 @@ def start_watchdog(workers: list[str], index: int, timeout_s: float) -> subproce
 def watchdog_child() -> None:
     import select
 
+    setup_logging()
     parent, timeout_s, index, workers = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4])
     ready, _, _ = select.select([sys.stdin], [], [], timeout_s)
     if ready:  # the worker closed the pipe (joined) or died
@@ -110,71 +109,70 @@ def watchdog_child() -> None:
 
 
 def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] = None,
-                dump_weights: Optional[str] = None, params_path: str = "params.yaml") -> int:
-    from .dataset import build_dataset, list_images
+                dump_weights: Optional[str] = None) -> int:
+    """One worker: read TF_CONFIG, start the watchdog, build a MultiWorkerMirroredStrategy and
+    run the same training path as `train` (training.train_variant); the chief writes the result."""
+    from . import training
     from .devices import apply_thread_budget, cpu_count, cpu_model
-    from .train import Batches, configure_tensorflow, epoch_printer, summarise
 
     variant = params.variant(variant_name)
     if variant.loop != "custom":
         raise ParamsError(f"variant: {variant.name} uses loop {variant.loop!r}; multi-worker runs the custom "
                           f"loop only (Keras 3 fit() fails under MultiWorkerMirroredStrategy, keras#20585)")
     workers, index = read_tf_config()
+    if len(workers) != variant.replicas:
+        raise JobError(f"TF_CONFIG names {len(workers)} workers, multiworker.workers is {variant.replicas}")
     who = f"worker {index}"
-    images = list_images(paths.FLOWERS, params.seed, params.data.max_images)
+    chief = index == 0 and out is not None
+    if chief:
+        training.clear_output(Path(out))
+    batches, images = training.prepare(params, variant)
     import tensorflow as tf
 
-    cores = cpu_count()
     intra, inter = apply_thread_budget(params.train.thread_policy, len(workers))
+    gpus = tf.config.list_physical_devices("GPU")
     watchdog = start_watchdog(workers, index, params.multiworker.join_timeout_s)
+    # AUTO: NCCL between GPUs, ring on CPUs.  The timeout guards the collective set-up.
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=tf.distribute.experimental.CommunicationImplementation.RING,
+        implementation=tf.distribute.experimental.CommunicationImplementation.AUTO,
         timeout_seconds=params.multiworker.join_timeout_s)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    configure_tensorflow(params)
-    from .loops import LoopConfig, build_optimizer_in_scope, run_custom
-    from .model import build_model, make_optimizer
+    local = _local(workers)
+    kind = ("local_" if local else "") + ("gpu_workers" if gpus else "cpu_workers")
+    where = "gpu:0" if gpus else "cpu:0"
+    cores = cpu_count()
+    devices = {"device_kind": kind, "devices": [f"{a}/{where}" for a in workers],
+               "gpu_model": _gpu_model(tf, gpus), "emulated": local and not gpus,
+               "device_notes": [f"{len(workers)} worker processes on one host sharing {cores} core(s): "
+                                "emulation of a multi-host job" if local else "multi-host job"],
+               "physical_gpus": len(gpus), "cpu_model": cpu_model(), "cpu_count": cores, "workers": len(workers),
+               "thread_policy": params.train.thread_policy, "intra_op_threads": intra, "inter_op_threads": inter}
+    initial = []
 
-    b = params.train.batch_size_per_replica
-    batches = Batches(b, b * strategy.num_replicas_in_sync)
-    dataset = build_dataset(images, params.data.image_size, batches.global_batch_size, params.seed,
-                            pipeline=params.data.pipeline, cache=params.data.cache, shard_policy="DATA")
-    with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, len(images.class_names),
-                            batchnorm=params.model.batchnorm)
-        optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
-    build_optimizer_in_scope(strategy, model, optimizer)
-    watchdog.stdin.close()  # variables exist on every worker: the collectives are up
-    watchdog.wait()
-    log(who, f"joined {len(workers)}-worker job; global batch {batches.global_batch_size}")
-    initial = [w.numpy() for w in model.trainable_weights] if dump_weights else None
-    cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
-                     custom_graph=params.train.custom_graph, step_timing=params.train.step_timing)
-    res = run_custom(strategy, model, optimizer, dataset, batches.global_batch_size, cfg,
-                     epoch_printer(f"{VARIANT} {who}", params.train.verbose) if index == 0 else None)
-    if index == 0 and out:
-        import numpy as np
-
+    def joined(model) -> None:
+        watchdog.stdin.close()  # variables exist on every worker: the collectives are up
+        watchdog.wait()
+        log(who, f"joined {len(workers)}-worker job; global batch {batches.global_batch_size}")
         if dump_weights:
+            initial.extend(w.numpy() for w in model.trainable_weights)
+
+    result, model = training.train_variant(params, variant, strategy, batches, images, devices,
+                                        shard_policy="DATA", on_ready=joined, show_epochs=index == 0)
+    if chief:
+        if dump_weights:
+            import numpy as np
+
             arrays = {f"init_{i}": a for i, a in enumerate(initial)}
             arrays.update({f"final_{i}": w.numpy() for i, w in enumerate(model.trainable_weights)})
             with open(dump_weights, "wb") as fh:
                 np.savez(fh, **arrays)
-        extra = {"device_kind": "local_cpu_workers" if _local(workers) else "cpu_workers",
-                 "devices": [f"{a}/cpu:0" for a in workers], "gpu_model": None, "emulated": _local(workers),
-                 "device_notes": [f"{len(workers)} worker processes on one host sharing {cores} core(s): "
-                                  "emulation of a multi-host job" if _local(workers) else "multi-host job"],
-                 "physical_gpus": 0, "cpu_model": cpu_model(), "cpu_count": cores, "workers": len(workers),
-                 "thread_policy": params.train.thread_policy, "intra_op_threads": intra,
-                 "inter_op_threads": inter, "strategy": "MultiWorkerMirroredStrategy",
-                 "cross_device_ops": "CollectiveAllReduce/RING"}
-        from . import provenance
-        extra["started_at"] = extra["finished_at"] = provenance.now()
-        result = summarise(variant.model_copy(update={"replicas": len(workers)}), params, batches,
-                           images, res, extra)
-        atomic_write(out, json.dumps(result, indent=2, sort_keys=True) + "\n")
-    log(who, f"done: timed {statistics.median(res.repeat_seconds):.2f}s")
+        write_json(Path(out), result)
+    log(who, f"done: timed {result['timed_seconds']:.2f}s")
     return 0
+
+
+def _gpu_model(tf, gpus) -> Optional[str]:
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU") if gpus else None
 
 
 def _local(workers: list[str]) -> bool:
@@ -213,7 +211,9 @@ def _kill_all(procs: list[subprocess.Popen]) -> None:
 
 def launch_main(params: Params, workers: Optional[int] = None, params_path: str = "params.yaml",
                 extra_worker_args: Optional[list[str]] = None, results_dir: Path = paths.RESULTS) -> int:
-    n = workers or params.multiworker.workers
+    n = params.multiworker.workers if workers is None else workers
+    if params.multiworker.workers == 0:
+        raise ParamsError("multiworker.workers: 0 turns the multi-worker job off; set it to N >= 1 to launch one")
     if n < 1:
         raise ParamsError(f"--workers: must be >= 1, got {n}")
     if n != params.multiworker.workers:

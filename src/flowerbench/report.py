@@ -15,7 +15,6 @@ import base64
 import html
 import io
 import math
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -23,6 +22,7 @@ from typing import Any, Optional
 from . import paths, provenance
 from .config import Params, resolved_dict
 from .io import atomic_write, read_json, write_dir, write_json
+from .log import get_logger
 
 REQUIRED = ("variant", "loop", "replicas", "device_kind", "devices", "global_batch_size", "batch_size_per_replica",
             "image_size", "images_per_epoch", "epochs", "warmup_seconds", "epoch_seconds", "epoch_loss", "timed_seconds",
@@ -36,8 +36,7 @@ class ReportError(RuntimeError):
     """A results file is missing or malformed (one line naming the file)."""
 
 
-def log(msg: str) -> None:
-    print(f"[report] {msg}", file=sys.stderr, flush=True)
+log = get_logger("report").info
 
 
 # --------------------------------------------------------------------------- inputs

@@ -2,213 +2,41 @@
 
     python -m flowerbench train --variant mirrored_fit [--params params.yaml]
 
-One code path for all variants: the device plan (devices.py) gives the
-strategy, the variant's `loop` picks `fit` or `custom` (loops.py), and the
-rest (data, model, optimizer, timing protocol) is shared.  The result JSON
-carries what produced it (devices and their kind, versions, params, data
-source, git commit, host) and is written atomically at the very end: an
-interrupted or failed run leaves no result file.
+Plans the devices (devices.py: GPUs, logical GPUs, logical CPUs), builds the
+strategy and runs the shared training path (training.py).  The result is
+written atomically at the very end: an interrupted or failed run leaves no
+result file.
 """
 
 from __future__ import annotations
 
-import os
-import statistics
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths, provenance
-from .config import Params, ParamsError, Variant, resolved_dict
-from .io import check_writable, read_json, write_json
-
-RESULT_SCHEMA_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Batches:
-    batch_size_per_replica: int
-    global_batch_size: int
+from . import paths
+from .config import Params, ParamsError
+from .io import write_json
+from .training import clear_output, log, prepare, train_variant
 
 
-def batch_sizes(params: Params, replicas: int) -> Batches:
-    """weak scaling (the blog): the batch per replica is fixed, the global batch grows.
-    strong scaling: the global batch is fixed at train.batch_size_per_replica (the
-    single-replica batch) and split across replicas."""
-    b = params.train.batch_size_per_replica
-    if params.train.scaling == "weak":
-        return Batches(b, b * replicas)
-    if b % replicas:
-        raise ParamsError(f"train.batch_size_per_replica: strong scaling splits the global batch {b} "
-                          f"across {replicas} replicas, so it must be divisible by {replicas}")
-    return Batches(b // replicas, b)
-
-
-def check_known_failures(params: Params, variant: Variant) -> None:
-    """Refuse, before any work, combinations that Keras 3.15 / TF 2.21 cannot run (measured here)."""
-    if variant.replicas > 1 and variant.loop == "fit" and params.train.steps_per_execution > 1:
-        raise ParamsError(f"train.steps_per_execution: {params.train.steps_per_execution} with fit() on "
-                          f"{variant.replicas} replicas fails in Keras 3 (\"You must feed a value for placeholder "
-                          f"tensor\", keras-team/keras#19246); use 1, or the custom loop (one tf.function per epoch)")
-    if variant.replicas > 1 and params.train.jit_compile and params.train.device != "gpu":
-        raise ParamsError(f"train.jit_compile: XLA cannot use mirrored variables on {variant.replicas} emulated "
-                          f"devices (\"Trying to access resource ... located in device CPU:1 from device CPU:0\"); "
-                          f"use jit_compile on one replica or on real GPUs (train.device=gpu)")
-
-
-def log(variant: str, msg: str) -> None:
-    print(f"[train {variant}] {msg}", file=sys.stderr, flush=True)
-
-
-def keras_verbose(mode: str) -> int:
-    if mode == "progress":  # Keras bar; `auto` prints our one line per epoch instead
-        return 1
-    return 0
-
-
-def epoch_printer(variant: str, mode: str):
-    if mode == "quiet":
-        return None
-
-    def hook(phase, i, total, seconds, loss, acc):
-        log(variant, f"{phase} epoch {i}/{total}: {seconds:.2f}s loss {loss:.4f} accuracy {acc:.3f}")
-    return hook
-
-
-def data_provenance() -> dict:
-    try:
-        m = read_json(paths.MANIFEST)
-    except (OSError, ValueError):
-        return {"data_source": "unknown (no data/manifest.json)", "data_synthetic": None, "data_tree_sha256": None}
-    return {"data_source": m.get("source"), "data_label": m.get("label"), "data_synthetic": m.get("synthetic"),
-            "data_tree_sha256": m.get("tree_sha256")}
-
-
-def configure_tensorflow(params: Params):
-    """Seeds, determinism and precision; after the device plan, before any model exists."""
-    import keras
-    import tensorflow as tf
-
-    keras.utils.set_random_seed(params.seed)
-    if params.train.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    if params.train.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_float16")
-
-
-def step_stats(res, step_timing: bool) -> dict:
-    """Per-step times and the harness ratio (timed seconds / sum of step seconds), when measured.
-
-    None when step_timing is off, or when the loop has no host-side steps
-    (custom_graph=epoch: the whole epoch is one graph call)."""
-    steps = res.step_seconds
-    if not steps:
-        why = "step_timing is off" if not step_timing else "no host-side steps (whole epoch in one tf.function)"
-        return {"step_timing": step_timing, "step_seconds": None, "harness_ratio": None, "harness_note": why}
-    return {"step_timing": True, "step_seconds": steps, "step_seconds_sum": sum(steps),
-            "step_seconds_median": statistics.median(steps),
-            "harness_ratio": sum(res.epoch_seconds) / sum(steps), "harness_note": None}
-
-
-def summarise(variant: Variant, params: Params, batches: Batches, images, res, extra: dict) -> dict:
-    """The result record shared by `train` and the multi-worker chief; `extra` describes the devices."""
-    from .dataset import steps_per_epoch
-
-    n_images = len(images.files)
-    timed = statistics.median(res.repeat_seconds)
-    images_timed = sum(res.epoch_images) / len(res.repeat_seconds)
-    out = {
-        "schema_version": RESULT_SCHEMA_VERSION,
-        "variant": variant.name, "loop": variant.loop, "replicas": variant.replicas,
-        "batch_size_per_replica": batches.batch_size_per_replica,
-        "global_batch_size": batches.global_batch_size, "scaling": params.train.scaling,
-        "image_size": params.data.image_size, "pipeline": params.pipeline_of(variant),
-        "model": params.model.arch, "optimizer": params.train.optimizer,
-        "images_per_epoch": n_images, "steps_per_epoch": steps_per_epoch(n_images, batches.global_batch_size),
-        "warmup_epochs": params.train.warmup_epochs, "epochs": params.train.epochs,
-        "repeats": params.train.repeats, "warmup_seconds": res.warmup_seconds,
-        "epoch_seconds": res.epoch_seconds, "epoch_loss": res.epoch_loss, "epoch_accuracy": res.epoch_accuracy,
-        "epoch_images": res.epoch_images, "repeat_seconds": res.repeat_seconds,
-        "repeat_wall_seconds": res.repeat_wall_seconds,
-        "timed_seconds": timed, "images_per_second": images_timed / timed,
-        "final_loss": res.final_loss, "final_accuracy": res.final_accuracy,
-        "mixed_precision": params.train.mixed_precision, "jit_compile": params.train.jit_compile,
-        "steps_per_execution": params.train.steps_per_execution, "custom_graph": params.train.custom_graph,
-        "num_classes": len(images.class_names), "class_names": images.class_names,
-        "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
-        **step_stats(res, params.train.step_timing),
-    }
-    out.update(extra)
-    out.update(data_provenance())
-    out.update(params=resolved_dict(params), versions=provenance.versions(), **provenance.git_state(),
-               **provenance.host())
-    return out
-
-
-def run(params: Params, variant_name: str, params_path: str = "params.yaml",
-        results_dir: Path = paths.RESULTS) -> dict:
-    from .dataset import build_dataset, list_images
-
+def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) -> dict:
+    """Stage `train`: plan the devices, build the strategy, train, write the result."""
     variant = params.variant(variant_name)
-    if variant.name == "multiworker_custom":
-        raise ParamsError("variant: multiworker_custom runs under `python -m flowerbench launch`, not `train`")
+    if variant.workers is not None:
+        raise ParamsError(f"variant: {variant.name} is a {variant.workers}-worker job; it runs under "
+                          f"`python -m flowerbench launch`, not `train`")
     out_path = paths.result_path(variant.name, results_dir)
-    check_writable(out_path.parent)          # fail now, not after an hour of training
-    out_path.unlink(missing_ok=True)         # a stale result must never pass for this run's
-    batches = batch_sizes(params, variant.replicas)
-    check_known_failures(params, variant)
-    images = list_images(paths.FLOWERS, params.seed, params.data.max_images)
-    if len(images.files) < batches.global_batch_size:
-        # Keras builds a multi-replica fit() from the first global batch; a partial one fails deep in
-        # TensorFlow (AddN shape mismatch), and a single-device run would time no full step.
-        raise ParamsError(f"train.batch_size_per_replica: one global batch of {variant.name} "
-                          f"({batches.batch_size_per_replica} x {variant.replicas} replicas = {batches.global_batch_size}) "
-                          f"needs at least {batches.global_batch_size} images, but the data has "
-                          f"{len(images.files)} (data.max_images: {params.data.max_images})")
-    started = provenance.now()
+    clear_output(out_path)
+    batches, images = prepare(params, variant)
 
-    from .devices import cross_device_ops_name, make_strategy, plan_devices
+    from .devices import make_strategy, plan_devices
     plan = plan_devices(variant.replicas, params.train)
-    configure_tensorflow(params)
-    import tensorflow as tf
-
     strategy = make_strategy(plan)
-    assert strategy.num_replicas_in_sync == variant.replicas, (strategy.num_replicas_in_sync, variant.replicas)
     log(variant.name, f"{variant.loop} loop, {variant.replicas} replica(s) on {plan.device_kind} "
         f"{plan.devices}, global batch {batches.global_batch_size}, {len(images.files)} images at "
         f"{params.data.image_size}px, {params.train.warmup_epochs} warm-up + {params.train.epochs} timed epoch(s)")
     for note in plan.notes:
         log(variant.name, f"note: {note}")
-    dataset = build_dataset(images, params.data.image_size, batches.global_batch_size, params.seed,
-                            pipeline=params.pipeline_of(variant), cache=params.data.cache)
-    from .loops import LoopConfig, run_custom, run_fit
-    from .model import build_model, make_optimizer
-
-    with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, len(images.class_names),
-                            batchnorm=params.model.batchnorm)
-        optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
-        if params.train.mixed_precision and variant.loop == "custom":
-            import keras
-            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
-                     params.train.jit_compile, params.train.steps_per_execution,
-                     keras_verbose(params.train.verbose), params.train.custom_graph, params.train.step_timing)
-    hook = epoch_printer(variant.name, params.train.verbose)
-    t0 = time.perf_counter()
-    if variant.loop == "fit":
-        res = run_fit(strategy, model, optimizer, dataset, len(images.files), cfg, hook)
-    else:
-        res = run_custom(strategy, model, optimizer, dataset, batches.global_batch_size, cfg, hook)
-    extra = {"device_kind": plan.device_kind, "devices": plan.devices, "gpu_model": plan.gpu_model,
-             "emulated": plan.emulated, "device_notes": plan.notes, "physical_gpus": plan.physical_gpus,
-             "cpu_model": plan.cpu_model, "cpu_count": plan.cpu_count, "thread_policy": plan.thread_policy,
-             "intra_op_threads": plan.intra_op_threads, "inter_op_threads": plan.inter_op_threads,
-             "strategy": type(strategy).__name__, "cross_device_ops": cross_device_ops_name(strategy),
-             "stage_seconds": time.perf_counter() - t0, "started_at": started, "finished_at": provenance.now(),
-             "parameter_count": int(model.count_params()), "tf_built_with_cuda": tf.test.is_built_with_cuda()}
-    result = summarise(variant, params, batches, images, res, extra)
+    result, _ = train_variant(params, variant, strategy, batches, images, plan.as_dict())
     write_json(out_path, result)
     log(variant.name, f"timed {result['timed_seconds']:.2f}s ({result['images_per_second']:.1f} img/s, "
         f"{plan.device_kind}) -> {out_path}")
