@@ -1,7 +1,7 @@
 """The blog's code, ported to today's Keras and nothing more: the peer `make bench` measures us against.
 
     python benchmarks/blog_port.py --data DIR --loop fit|custom --replicas N --image-size 32 \
-        --batch-size 32 --epochs 2 [--out result.json]
+        --batch-size 32 --epochs 2
 
 Written from the seed post.  Changes, each one required by Keras 3 / this host:
   * `Lambda(preprocess_input, input_shape=...)` -> `Input(shape)` then `Lambda(preprocess_input)`
@@ -34,7 +34,6 @@ parser.add_argument("--replicas", type=int, default=1)
 parser.add_argument("--image-size", type=int, default=224)
 parser.add_argument("--batch-size", type=int, default=64)
 parser.add_argument("--epochs", type=int, default=10)
-parser.add_argument("--out")
 args = parser.parse_args()
 
 import tensorflow as tf  # noqa: E402
@@ -137,6 +136,3 @@ else:
 line = {"timed_seconds": seconds, "final_loss": epoch_loss[-1], "epoch_loss": epoch_loss, "loop": args.loop,
         "replicas": num_gpus}
 print(json.dumps(line), flush=True)
-if args.out:
-    with open(args.out, "w") as fh:
-        json.dump(line, fh)

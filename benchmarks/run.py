@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from flowerbench import paths, provenance  # noqa: E402
+from flowerbench import paths, provenance, render, results  # noqa: E402
 from flowerbench.dataset import list_images  # noqa: E402
 from flowerbench.devices import cpu_count, cpu_model  # noqa: E402
 from flowerbench.io import atomic_write, write_json  # noqa: E402
@@ -94,10 +94,10 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
 
 def ours(work: Path, variant: str, params: str = "params.yaml") -> dict:
     wall, rss, _ = run_measured([PY, "-m", "flowerbench", "train", "--variant", variant, "--params", params], work)
-    r = json.loads((work / "results" / f"{variant}.json").read_text())
-    return {"timed_seconds": r["timed_seconds"], "call_seconds": statistics.median(r["repeat_wall_seconds"]),
-            "wall_seconds": wall, "stage_seconds": r["stage_seconds"], "warmup_seconds": r["warmup_seconds"],
-            "images_per_second": r["images_per_second"], "harness_ratio": r["harness_ratio"], "rss_mib": rss}
+    r = results.load(work / "results" / f"{variant}.json")
+    return {"timed_seconds": r.timed_seconds, "call_seconds": statistics.median(r.repeat_wall_seconds),
+            "wall_seconds": wall, "stage_seconds": r.stage_seconds, "warmup_seconds": r.warmup_seconds,
+            "images_per_second": r.images_per_second, "harness_ratio": r.harness_ratio, "rss_mib": rss}
 
 
 def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epochs: int) -> dict:
@@ -295,30 +295,31 @@ def main() -> int:
                "scaling_images_per_second": scaling, "reproduce": repro, "runs": runs,
                "bench_seconds": time.perf_counter() - t_start}
         write_json(REPO / paths.BENCH_JSON, out)
-        md = [f"# flowerbench benchmark ({provenance.now()})", "",
+        mm = lambda d: f"{d['median']:.2f} [{d['min']:.2f}, {d['max']:.2f}]"  # noqa: E731
+        md = [f"# flowerbench benchmark ({provenance.now()})",
               f"Host: {cpu_model()}, {cpu_count()} cores, no GPU (CPU run). ResNet50, {a.images} images, "
               f"{a.image_size} px, batch {a.batch}, 1 warm-up + {a.epochs} timed epochs, {a.rounds} interleaved "
               f"rounds (median [min, max]). Commit {(out['git_commit'] or 'unknown')[:12]}"
-              f"{' (dirty tree)' if out.get('git_dirty') else ''}.", "",
-              "| measure | value | target | meets |", "|---|---|---|---|"]
-        md += [f"| {r['measure']} | {r['value']:.3f} | <= {r['target']} | {'yes' if r['meets'] else 'NO'} |" for r in rows]
-        md += ["", "Timed epochs: our timed seconds (sum of the timed epochs).  Whole call: the blog's "
-                   "time.time() window around the timed fit() call or epoch loop, which the ours/blog rows use.", "",
-               "| run | timed epochs s median [min, max] | whole call s median [min, max] | peak RSS MiB |",
-               "|---|---|---|---|"]
-        md += [f"| {k} | {v['median']:.2f} [{v['min']:.2f}, {v['max']:.2f}] | {call[k]['median']:.2f} "
-               f"[{call[k]['min']:.2f}, {call[k]['max']:.2f}] | {out['peak_rss_mib'][k]} |" for k, v in med.items()]
-        md += ["", f"Fixed cost per stage (process wall - warm-up - timed, median of ours_fit): {fixed:.1f} s "
-                   "(Python + TensorFlow import, device set-up, dataset and model build, result writing).", "",
-               "Scaling on this host (fit, images/s; logical CPU replicas share the cores, so no speed-up is "
-               "possible; the thread policy decides the overhead):", "",
-               "| replicas | per_replica policy | tf_default |", "|---|---|---|"]
-        md += [f"| {n} | {s['per_replica']:.1f} | {s['tf_default']:.1f} |" if "tf_default" in s
-               else f"| {n} | {s['per_replica']:.1f} | (same run: the policy leaves 1 replica at the defaults) |" for n, s in scaling.items()]
+              f"{' (dirty tree)' if out.get('git_dirty') else ''}.",
+              render.table(["measure", "value", "target", "meets"],
+                           [[r["measure"], f"{r['value']:.3f}", f"<= {r['target']}", "yes" if r["meets"] else "NO"]
+                            for r in rows]),
+              "Timed epochs: our timed seconds (sum of the timed epochs).  Whole call: the blog's "
+              "time.time() window around the timed fit() call or epoch loop, which the ours/blog rows use.",
+              render.table(["run", "timed epochs s median [min, max]", "whole call s median [min, max]",
+                            "peak RSS MiB"], [[k, mm(v), mm(call[k]), out["peak_rss_mib"][k]] for k, v in med.items()]),
+              f"Fixed cost per stage (process wall - warm-up - timed, median of ours_fit): {fixed:.1f} s "
+              "(Python + TensorFlow import, device set-up, dataset and model build, result writing).",
+              "Scaling on this host (fit, images/s; logical CPU replicas share the cores, so no speed-up is "
+              "possible; the thread policy decides the overhead):",
+              render.table(["replicas", "per_replica policy", "tf_default"],
+                           [[n, f"{s['per_replica']:.1f}", f"{s['tf_default']:.1f}" if "tf_default" in s else
+                             "(same run: the policy leaves 1 replica at the defaults)"] for n, s in scaling.items()])]
         if repro:
-            md += ["", f"`make reproduce` in a fresh clone of {repro['commit'][:12]}: {repro['seconds']:.0f} s; "
-                       "seconds per DVC stage:", "", "| stage | seconds |", "|---|---|"]
-            md += [f"| {k} | {v:.1f} |" for k, v in repro["stage_seconds"].items()]
+            md += [f"`make reproduce` in a fresh clone of {repro['commit'][:12]}: {repro['seconds']:.0f} s; "
+                   "seconds per DVC stage:",
+                   render.table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in repro["stage_seconds"].items()])]
+        md = "\n\n".join(md).split("\n")
         atomic_write(REPO / paths.BENCH_MD, "\n".join(md) + "\n")
         print("\n".join(md))
         return 0

@@ -75,17 +75,36 @@ def workdir(tmp_path, tiny_data, monkeypatch) -> Path:
     return tmp_path
 
 
-def cli_env() -> dict:
-    env = dict(os.environ)
-    env.pop("FLOWERBENCH_DEBUG", None)
+CLI = (sys.executable, "-m", "flowerbench")
+
+
+def cli_env(drop: tuple[str, ...] = (), **extra: str) -> dict:
+    """The environment every CLI test runs with: no debug tracebacks, TensorFlow's C++ log quiet
+    (unless `drop` removes the setting), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k != "FLOWERBENCH_DEBUG"}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    return env
+    for k in drop:
+        env.pop(k, None)
+    return {**env, **extra}
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 240, **kw) -> subprocess.CompletedProcess:
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 240, env: dict | None = None,
+            **kw) -> subprocess.CompletedProcess:
     """`python -m flowerbench ARGS` in a subprocess; fails the test if it outlives `timeout`."""
-    return subprocess.run([sys.executable, "-m", "flowerbench", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=cli_env(), **kw)
+    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=env or cli_env(), **kw)
+
+
+def start_cli(*args: str, cwd: Path | None = None, env: dict | None = None, **kw) -> subprocess.Popen:
+    """The same command, started in the background with stderr piped (for signal and kill tests)."""
+    return subprocess.Popen([*CLI, *args], cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                            env=env or cli_env(), **kw)
+
+
+def assert_tensorflow_not_loaded(proc: subprocess.CompletedProcess) -> None:
+    """The run stopped before TensorFlow was imported: the stage logs one `[tensorflow] TensorFlow
+    <version> ready` line right after the import, and it is absent."""
+    assert "[tensorflow] TensorFlow" not in proc.stderr, proc.stderr[-2000:]
 
 
 def error_lines(proc: subprocess.CompletedProcess) -> list[str]:

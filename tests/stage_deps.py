@@ -56,7 +56,7 @@ def closure(package_dir: Path, subcommands: list[str]) -> set[str]:
     todo |= _imported_modules([by_handler["main"], by_handler["build_parser"]], package_dir)
     for sub in subcommands:
         todo |= _imported_modules([by_handler[handlers(package_dir)[sub]]], package_dir)
-        # helpers of cli.py that the handler calls (prepare_tensorflow_env, ...) live in cli.py itself
+        # helpers of cli.py that the handler calls (tensorflow_env, ...) live in cli.py itself
     seen = {"__init__", "__main__", "cli"}
     todo -= seen
     while todo:

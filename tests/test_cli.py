@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flowerbench.cli import build_parser, one_line
-from tests.conftest import run_cli
+from tests.conftest import cli_env, run_cli
 
 STAGES = ["fetch", "train", "report", "worker", "launch", "preflight", "exp-args"]
 
@@ -34,13 +34,7 @@ def test_a_training_stage_says_in_its_own_words_what_tensorflow_found(workdir):
     """TensorFlow's C++ start-up lines (pre-absl INFO lines, cuInit at ERROR level without a GPU
     driver) are filtered out; the stage says once, in its own format, what it found.  Every
     stderr line is a flowerbench line."""
-    import os
-    import subprocess
-    import sys
-
-    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "FLOWERBENCH_DEBUG")}
-    proc = subprocess.run([sys.executable, "-m", "flowerbench", "train", "--variant", "single_fit"], cwd=workdir,
-                          capture_output=True, text=True, timeout=240, env=env)
+    proc = run_cli("train", "--variant", "single_fit", cwd=workdir, env=cli_env(drop=("TF_CPP_MIN_LOG_LEVEL",)))
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert [l for l in lines if not l.startswith("[")] == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from pydantic import ValidationError
+
 from flowerbench.config import Params, ParamsError, load_params, resolved_dict, validate
 from flowerbench.training import batch_sizes
 from tests.conftest import tiny_params
@@ -31,7 +33,7 @@ def test_resolved_params_round_trip():
 
 
 def test_params_are_frozen():
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         Params().train.epochs = 3  # type: ignore[misc]
 
 

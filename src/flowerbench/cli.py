@@ -33,14 +33,13 @@ def _on_sigterm(signum, frame):  # pragma: no cover - exercised in subprocess te
     raise Terminated()
 
 
-def prepare_tensorflow_env() -> None:
-    """Set what must be set before TensorFlow is imported, then import it quietly."""
-    # oneDNN kernels: ~3.8x faster ResNet50 steps on the AMD EPYC hosts we measured,
-    # where this TF build left them off by default.  Respect an explicit user choice.
+def tensorflow_env() -> None:
+    """Set what must be set before TensorFlow is imported.  The stage imports it itself
+    (devices.import_tensorflow) only after its own checks, so a bad input fails in a second."""
+    # oneDNN kernels: some TF builds leave them off on AMD CPUs, a several-fold slower ResNet50
+    # step (docs/performance.md).  An explicit user choice wins.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    from .devices import import_tensorflow
-    import_tensorflow()
 
 
 def _cmd_fetch(args, params):
@@ -49,18 +48,18 @@ def _cmd_fetch(args, params):
 
 
 def _cmd_train(args, params):
-    prepare_tensorflow_env()
+    tensorflow_env()
     from . import train
     train.run(params, variant_name=args.variant)
 
 
 def _cmd_report(args, params):
     from . import report
-    report.run(params, params_path=args.params)
+    report.run(params)
 
 
 def _cmd_worker(args, params):
-    prepare_tensorflow_env()
+    tensorflow_env()
     from . import multiworker
     multiworker.worker_main(params, variant_name=args.variant, out=args.out, dump_weights=args.dump_weights)
 
@@ -72,7 +71,7 @@ def _cmd_launch(args, params):
 
 
 def _cmd_preflight(args, params):
-    prepare_tensorflow_env()
+    tensorflow_env()
     from . import devices
     return devices.preflight(params)
 

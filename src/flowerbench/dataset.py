@@ -84,11 +84,9 @@ def build_dataset(images: ImageList, image_size: int, global_batch_size: int, se
     ds = ds.map(lambda x, y: (tf.cast(x, tf.float32), y), num_parallel_calls=tf.data.AUTOTUNE)
     options = tf.data.Options()
     options.deterministic = True
-    # tf.data's autotuning thread wakes on a period that doubles from 10 ms; freeing an iterator
-    # that is not exhausted (fit() over the repeated dataset) waited for its next wake-up: fit()
-    # returned 4.1 s after its last epoch (whole call 10.25 s) with it on, at once (5.95 s) with
-    # it off (ResNet50, 192 images, 32 px, 1 replica; README, Performance).  AUTOTUNE values
-    # below then take tf.data's static defaults.
+    # tf.data's autotuning thread wakes on a period that doubles from 10 ms, and freeing an
+    # iterator that is not exhausted waits for its next wake-up (docs/performance.md).  AUTOTUNE
+    # values then take tf.data's static defaults.
     options.autotune.enabled = False
     if shard_policy is not None:
         options.experimental_distribute.auto_shard_policy = getattr(tf.data.experimental.AutoShardPolicy,

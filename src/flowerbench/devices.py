@@ -19,8 +19,7 @@ train.device = gpu refuses to fall back to the CPU; train.device = cpu ignores G
 Thread policy for logical CPU replicas (train.thread_policy):
   per_replica  intra-op threads = max(1, cores // replicas), inter-op threads =
                replicas, so the replicas' kernels run side by side instead of
-               each grabbing every core (measured on 2 cores, fit, 32 px:
-               4 replicas 18.5 -> 24.2 img/s, 2 replicas 29.9 -> 32.0 img/s).
+               each grabbing every core (docs/performance.md has the measurements).
   tf_default   leave TensorFlow's pools alone.
 """
 
@@ -213,7 +212,7 @@ def cross_device_ops_name(strategy) -> str:
 
 def preflight(params) -> int:
     """Stop before any work if the host cannot run every variant (used by `make reproduce-blog`)."""
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     gpus = [] if params.train.device == "cpu" else tf.config.list_physical_devices("GPU")
     need = max(v.replicas for v in params.all_variants())

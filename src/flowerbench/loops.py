@@ -12,9 +12,8 @@ neither tracing nor warm-up leaks into the timed numbers.
 One input iterator serves every epoch of a run (fit: a repeated dataset with
 `steps_per_epoch`; custom_graph=step: one Python iterator).  Keras otherwise
 makes a new iterator per epoch and frees the old one on the main thread as the
-next epoch starts; on the 2-core host that teardown stalled 0.05-2.4 s per
-epoch boundary inside the timed window (README, Performance).  The epochs are
-unchanged: the dataset is shuffled and batched before it is repeated.
+next epoch starts, a stall inside the timed window (docs/performance.md).  The
+epochs are unchanged: the dataset is shuffled and batched before it is repeated.
 
 `step_timing` also times every step (host clock, synchronised on the step's
 loss), so `harness_ratio` = timed seconds / sum of step seconds shows what the
@@ -187,9 +186,10 @@ def make_epoch_fn(strategy, step, graph: str = "epoch"):
 
     graph="epoch": the blog's design, the whole epoch inside one `tf.function`
     (AutoGraph turns the loop into a tf.while_loop).  graph="step": one
-    `tf.function` per global batch driven from Python, as Keras' own fit() does.
-    On the 2-core CPU host the while_loop form ran ResNet50 2.7x slower (18.2 s
-    vs 6.7 s for 2 epochs of 320 images at 32 px): see README, Performance."""
+    `tf.function` per global batch driven from Python, as Keras' own fit() does
+    (much faster on CPU: docs/performance.md).  Both return a callable of one
+    signature, `(batches, step_times=None) -> (loss_sum, correct, count)`;
+    `step_times` is filled only by graph="step", where steps are visible."""
     import tensorflow as tf
 
     def reduced(x, y):
@@ -207,7 +207,7 @@ def make_epoch_fn(strategy, step, graph: str = "epoch"):
         return loss_sum, correct, count
 
     if graph == "epoch":
-        return epoch
+        return lambda batches, step_times=None: epoch(batches)
     step_fn = tf.function(reduced)
 
     def epoch_from_python(batches, step_times: Optional[list] = None):

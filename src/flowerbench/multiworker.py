@@ -113,7 +113,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     """One worker: read TF_CONFIG, start the watchdog, build a MultiWorkerMirroredStrategy and
     run the same training path as `train` (training.train_variant); the chief writes the result."""
     from . import training
-    from .devices import apply_thread_budget, cpu_count, cpu_model
+    from .devices import apply_thread_budget, cpu_count, cpu_model, import_tensorflow
 
     variant = params.variant(variant_name)
     if variant.loop != "custom":
@@ -127,7 +127,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     if chief:
         training.clear_output(Path(out))
     batches, images = training.prepare(params, variant)
-    import tensorflow as tf
+    tf = import_tensorflow()
 
     intra, inter = apply_thread_budget(params.train.thread_policy, len(workers))
     gpus = tf.config.list_physical_devices("GPU")
@@ -166,8 +166,8 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
             arrays.update({f"final_{i}": w.numpy() for i, w in enumerate(model.trainable_weights)})
             with open(dump_weights, "wb") as fh:
                 np.savez(fh, **arrays)
-        write_json(Path(out), result)
-    log(who, f"done: timed {result['timed_seconds']:.2f}s")
+        write_json(Path(out), result.as_dict())
+    log(who, f"done: timed {result.timed_seconds:.2f}s")
     return 0
 
 

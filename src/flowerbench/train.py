@@ -15,10 +15,11 @@ from pathlib import Path
 from . import paths
 from .config import Params, ParamsError
 from .io import write_json
+from .results import Result
 from .training import clear_output, log, prepare, train_variant
 
 
-def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) -> dict:
+def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) -> Result:
     """Stage `train`: plan the devices, build the strategy, train, write the result."""
     variant = params.variant(variant_name)
     if variant.workers is not None:
@@ -28,7 +29,8 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) ->
     clear_output(out_path)
     batches, images = prepare(params, variant)
 
-    from .devices import make_strategy, plan_devices
+    from .devices import import_tensorflow, make_strategy, plan_devices
+    import_tensorflow()
     plan = plan_devices(variant.replicas, params.train)
     strategy = make_strategy(plan)
     log(variant.name, f"{variant.loop} loop, {variant.replicas} replica(s) on {plan.device_kind} "
@@ -37,7 +39,7 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) ->
     for note in plan.notes:
         log(variant.name, f"note: {note}")
     result, _ = train_variant(params, variant, strategy, batches, images, plan.as_dict())
-    write_json(out_path, result)
-    log(variant.name, f"timed {result['timed_seconds']:.2f}s ({result['images_per_second']:.1f} img/s, "
+    write_json(out_path, result.as_dict())
+    log(variant.name, f"timed {result.timed_seconds:.2f}s ({result.images_per_second:.1f} img/s, "
         f"{plan.device_kind}) -> {out_path}")
     return result

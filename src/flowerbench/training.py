@@ -23,9 +23,7 @@ from . import paths, provenance
 from .config import Params, ParamsError, Variant, resolved_dict
 from .io import check_writable, read_json
 from .log import get_logger
-
-RESULT_SCHEMA_VERSION = 1
-
+from .results import Result, make as make_result
 
 @dataclass(frozen=True)
 class Batches:
@@ -112,7 +110,7 @@ def step_stats(res, step_timing: bool) -> dict:
             "harness_ratio": sum(res.epoch_seconds) / sum(steps), "harness_note": None}
 
 
-def summarise(variant: Variant, params: Params, batches: Batches, images, res, extra: dict) -> dict:
+def summarise(variant: Variant, params: Params, batches: Batches, images, res, extra: dict) -> Result:
     """The result record shared by `train` and the multi-worker chief; `extra` describes the devices."""
     from .dataset import steps_per_epoch
 
@@ -120,8 +118,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
     timed = statistics.median(res.repeat_seconds)
     images_timed = sum(res.epoch_images) / len(res.repeat_seconds)
     out = {
-        "schema_version": RESULT_SCHEMA_VERSION,
-        "variant": variant.name, "loop": variant.loop, "replicas": variant.replicas,
+        "variant": variant.name, "workers": variant.workers, "loop": variant.loop, "replicas": variant.replicas,
         "batch_size_per_replica": batches.batch_size_per_replica,
         "global_batch_size": batches.global_batch_size, "scaling": params.train.scaling,
         "image_size": params.data.image_size, "pipeline": params.pipeline_of(variant),
@@ -144,7 +141,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
     out.update(data_provenance())
     out.update(params=resolved_dict(params), versions=provenance.versions(), **provenance.git_state(),
                **provenance.host())
-    return out
+    return make_result(out)
 
 
 def clear_output(out_path: Path) -> None:
@@ -215,6 +212,6 @@ def train_variant(params: Params, variant: Variant, strategy, batches: Batches, 
     extra = {**devices, "strategy": strategy_name(strategy), "cross_device_ops": cross_device_ops_name(strategy),
              "stage_seconds": time.perf_counter() - t0, "started_at": started, "finished_at": provenance.now(),
              "parameter_count": int(model.count_params()), "tf_built_with_cuda": tf.test.is_built_with_cuda(),
-             "optimizer_class": type(optimizer).__name__,
+             "optimizer_class": type(getattr(model, "optimizer", None) or optimizer).__name__,  # fit: as compiled
              "dtype_policy": model.dtype_policy.name if hasattr(model, "dtype_policy") else None}
     return summarise(variant, params, batches, images, res, extra), model

@@ -6,13 +6,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import (assert_clean_failure, cli_env, run_cli, tiny_params, tree_snapshot, write_params)
+from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, run_cli, start_cli,
+                            tiny_params, tree_snapshot, write_params)
 
 LONG = {"train.epochs": 400, "train.verbose": "auto"}  # long enough to interrupt mid-epoch
 
@@ -24,9 +24,7 @@ def _as_from_a_terminal() -> None:
 
 
 def _start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "flowerbench", *args], cwd=cwd, stderr=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, text=True, env=env or cli_env(), start_new_session=True,
-                            preexec_fn=_as_from_a_terminal)
+    return start_cli(*args, cwd=cwd, env=env, start_new_session=True, preexec_fn=_as_from_a_terminal)
 
 
 def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 120) -> list[str]:
@@ -65,10 +63,9 @@ def test_signal_mid_epoch_leaves_no_result_and_rerun_completes(workdir, sig, rc,
 
 def test_output_dir_not_writable(workdir):
     (workdir / "results").write_text("a file where the results folder should be\n")
-    t0 = time.monotonic()
     proc = run_cli("train", "--variant", "single_fit", cwd=workdir)
     assert_clean_failure(proc, 1, "results: output directory is not writable")
-    assert time.monotonic() - t0 < 5  # checked before TensorFlow is even imported
+    assert_tensorflow_not_loaded(proc)  # checked before TensorFlow is even imported
     assert (workdir / "results").read_text().startswith("a file")
 
 
@@ -108,12 +105,32 @@ def test_report_results_not_json(report_dir):
     _report_fails(report_dir, "results/single_custom.json: not valid JSON")
 
 
-def test_report_results_missing_field(report_dir):
-    path = report_dir / "results" / "mirrored_fit.json"
+def _edit_result(report_dir, name: str, edit) -> None:
+    path = report_dir / "results" / f"{name}.json"
     r = json.loads(path.read_text())
-    del r["timed_seconds"]
+    edit(r)
     path.write_text(json.dumps(r))
-    _report_fails(report_dir, "results/mirrored_fit.json: missing field(s) timed_seconds")
+
+
+def test_report_results_missing_field(report_dir):
+    _edit_result(report_dir, "mirrored_fit", lambda r: r.pop("timed_seconds"))
+    _report_fails(report_dir, "results/mirrored_fit.json: missing field timed_seconds (written by an older or "
+                              "broken run? rerun `dvc repro`)")
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda r: r.update(schema_version=1), "schema_version 1, this code reads 2 (written by another version"),
+    (lambda r: r.pop("schema_version"), "schema_version None, this code reads 2"),
+    (lambda r: r.update(colour="blue"), "unknown field colour (written by another version of flowerbench?"),
+    (lambda r: r.update(replicas="two"), "replicas: Input should be a valid integer"),
+    (lambda r: r.update(loop="while"), "loop: Input should be 'fit' or 'custom'"),
+    (lambda r: r.update(epoch_seconds=[]), "no timed epochs"),
+], ids=["old-schema", "no-schema", "unknown-field", "wrong-type", "bad-loop", "no-epochs"])
+def test_report_refuses_a_foreign_or_malformed_result(report_dir, edit, needle):
+    """Every result goes through the one result model: another schema version, an unknown or
+    mistyped field is one line naming the file, and the previous report stays as it was."""
+    _edit_result(report_dir, "mirrored_fit", edit)
+    _report_fails(report_dir, f"results/mirrored_fit.json: {needle}")
 
 
 def test_report_mixed_param_sets_warns_and_names_them(report_dir):
@@ -163,8 +180,7 @@ def test_worker_that_never_joins(workdir):
     env["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"127.0.0.1:{a}", f"127.0.0.1:{b}"]},
                                    "task": {"type": "worker", "index": 0}})
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "flowerbench", "worker", "--out", "results/x.json"], cwd=workdir,
-                          env=env, capture_output=True, text=True, timeout=60)
+    proc = run_cli("worker", "--out", "results/x.json", cwd=workdir, env=env, timeout=60)
     assert proc.returncode == -signal.SIGKILL  # killed by its watchdog
     assert time.monotonic() - t0 < 30
     assert f"not answering: worker 1 at 127.0.0.1:{b}" in proc.stderr

@@ -1,0 +1,158 @@
+"""The result model: what one training run writes to results/<variant>.json.
+
+Written by training (the `train` stage and the multi-worker chief) and read by
+the report and the bench, all through `Result`: one typed, versioned record.
+A file of another `schema_version`, with a missing or unknown field, or with a
+value of the wrong type is a one-line `ResultError` naming the file, never a
+silent `.get()` default.  docs/training.md lists the fields.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from .io import OutputError, read_json
+
+# 2: the multi-worker worker writes the same record as `train` (optimizer_class, dtype_policy,
+# workers, real start/finish times); 1 was the first release.
+SCHEMA_VERSION = 2
+
+
+class ResultError(RuntimeError):
+    """A results file is missing, unreadable, of another schema version or malformed (one line)."""
+
+
+class Result(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+    schema_version: int
+    # what ran
+    variant: str
+    loop: Literal["fit", "custom"]
+    replicas: int
+    workers: Optional[int] = None
+    batch_size_per_replica: int
+    global_batch_size: int
+    scaling: Literal["weak", "strong"]
+    image_size: int
+    pipeline: Literal["files", "synthetic"]
+    model: str
+    optimizer: str
+    optimizer_class: str
+    dtype_policy: Optional[str]
+    mixed_precision: bool
+    jit_compile: bool
+    steps_per_execution: int
+    custom_graph: Literal["epoch", "step"]
+    parameter_count: int
+    num_classes: int
+    class_names: list[str]
+    # images and the timing protocol
+    images_per_epoch: int
+    steps_per_epoch: int
+    warmup_epochs: int
+    epochs: int
+    repeats: int
+    warmup_seconds: float
+    epoch_seconds: list[float]
+    epoch_loss: list[float]
+    epoch_accuracy: list[float]
+    epoch_images: list[int]
+    repeat_seconds: list[float]
+    repeat_wall_seconds: list[float]
+    timed_seconds: float
+    images_per_second: float
+    final_loss: float
+    final_accuracy: float
+    step_timing: bool
+    step_seconds: Optional[list[float]]
+    step_seconds_sum: Optional[float] = None
+    step_seconds_median: Optional[float] = None
+    harness_ratio: Optional[float]
+    harness_note: Optional[str]
+    stage_seconds: float
+    # devices
+    device_kind: str
+    devices: list[str]
+    emulated: bool
+    device_notes: list[str]
+    gpu_model: Optional[str]
+    physical_gpus: int
+    cpu_model: str
+    cpu_count: int
+    thread_policy: str
+    intra_op_threads: int
+    inter_op_threads: int
+    strategy: str
+    cross_device_ops: str
+    onednn: Optional[str]
+    tf_built_with_cuda: bool
+    # data and provenance
+    data_source: Optional[str]
+    data_label: Optional[str]
+    data_synthetic: Optional[bool]
+    data_tree_sha256: Optional[str]
+    params: dict[str, Any]
+    versions: dict[str, Optional[str]]
+    git_commit: Optional[str]
+    git_dirty: Optional[bool]
+    git_changed: Optional[list[str]]
+    hostname: str
+    platform: str
+    argv: list[str]
+    started_at: str
+    finished_at: str
+
+    @model_validator(mode="after")
+    def _timed(self) -> "Result":
+        if self.schema_version != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {self.schema_version}, this code reads {SCHEMA_VERSION}")
+        if not self.epoch_seconds or not self.timed_seconds > 0:
+            raise ValueError(f"no timed epochs (timed_seconds={self.timed_seconds})")
+        numbers = [self.timed_seconds, self.images_per_second, self.final_loss, self.warmup_seconds,
+                   *self.epoch_seconds, *self.epoch_loss]
+        if not all(math.isfinite(x) for x in numbers):
+            raise ValueError("a timing or loss is not a finite number")
+        return self
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "missing":
+        return f"missing field {key} (written by an older or broken run? rerun `dvc repro`)"
+    if err["type"] == "extra_forbidden":
+        return f"unknown field {key} (written by another version of flowerbench? rerun `dvc repro`)"
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{key}: {msg}" if key else msg
+
+
+def make(record: dict[str, Any]) -> Result:
+    """Build the record a run is about to write; a mistake here is a bug, so it raises at once."""
+    return Result.model_validate({"schema_version": SCHEMA_VERSION, **record})
+
+
+def load(path: Path) -> Result:
+    if not Path(path).is_file():
+        raise ResultError(f"{path}: results file not found; run `dvc repro` first")
+    try:
+        raw = read_json(path)
+    except (OSError, ValueError, OutputError) as exc:
+        raise ResultError(str(exc)) from None
+    if not isinstance(raw, dict):
+        raise ResultError(f"{path}: expected a JSON object, got {type(raw).__name__}")
+    version = raw.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise ResultError(f"{path}: schema_version {version!r}, this code reads {SCHEMA_VERSION} "
+                          f"(written by another version of flowerbench); rerun `dvc repro`")
+    try:
+        return Result.model_validate(raw)
+    except ValidationError as exc:
+        raise ResultError(f"{path}: {_first_error(exc)}") from None
