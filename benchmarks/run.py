@@ -9,7 +9,7 @@ batch, replicas, epochs).  Writes reports/bench.json and reports/bench.md.
 
 1. ours / blog: our `fit` and `custom` variants vs benchmarks/blog_port.py    target <= 0.90
    (both timed over the blog's window: the whole timed fit() call / epoch loop)
-2. real / synthetic: our JPEG pipeline vs in-memory tensors (same model)      target <= 1.05
+2. real / tensors: our JPEG pipeline vs in-memory tensors (same model)      target <= 1.05
 3. harness: timed seconds / sum of per-step seconds (step_timing on)          target <= 1.02
    and the fixed cost per stage (imports, tracing, start-up)
 4. pipeline: a no-op `dvc repro` (target <= 3 s) and `make reproduce` with the default params in a
@@ -81,7 +81,7 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
                            ("r2_fit", "fit", 2), ("r4_fit", "fit", 4)]}
     params["sweep"] = {"replicas": [], "loops": ["fit"]}
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    for name, pipeline, policy, graph, step_timing in (("synthetic", "synthetic", "per_replica", "epoch", False),
+    for name, pipeline, policy, graph, step_timing in (("tensors", "tensors", "per_replica", "epoch", False),
                                                        ("tfdefault", "files", "tf_default", "epoch", False),
                                                        ("step", "files", "per_replica", "step", False),
                                                        ("steptimed", "files", "per_replica", "step", True)):
@@ -234,7 +234,7 @@ def main() -> int:
                 ("blog_custom", lambda: blog(work, "custom", 1, a.image_size, a.batch, a.epochs)),
                 ("ours_custom", lambda: ours(work, "single_custom")),
                 ("ours_custom_step", lambda: ours(work, "single_custom", "params-step.yaml")),
-                ("ours_fit_synthetic", lambda: ours(work, "single_fit", "params-synthetic.yaml"))]
+                ("ours_fit_tensors", lambda: ours(work, "single_fit", "params-tensors.yaml"))]
         for rnd in range(a.rounds):
             for name, fn in plan:
                 r = fn()
@@ -266,7 +266,7 @@ def main() -> int:
         ratio("ours/blog seconds, custom loop (custom_graph=epoch, as the blog)", "ours_custom", "blog_custom",
               0.90, call)
         ratio("ours/blog seconds, custom loop (custom_graph=step)", "ours_custom_step", "blog_custom", 0.90, call)
-        ratio("real/synthetic epoch time (input ceiling)", "ours_fit", "ours_fit_synthetic", 1.05)
+        ratio("real/tensors epoch time (input ceiling)", "ours_fit", "ours_fit_tensors", 1.05)
         for name, label in (("ours_fit_steptimed", "fit"), ("ours_custom_steptimed", "custom loop, step")):
             row(f"harness: timed / sum of step seconds, {label}", runs[name][0]["harness_ratio"], 1.02)
         fixed = statistics.median(r["wall_seconds"] - r["timed_seconds"] - r["warmup_seconds"] for r in runs["ours_fit"])

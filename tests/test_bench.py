@@ -48,7 +48,7 @@ def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_pat
         (32, None, 8, 1)
     assert [(v.name, v.replicas) for v in base.declared_variants()] == [("single_fit", 1), ("single_custom", 1),
                                                               ("r2_fit", 2), ("r4_fit", 4)]
-    knobs = {"synthetic": ("synthetic", "per_replica", "epoch", False),
+    knobs = {"tensors": ("tensors", "per_replica", "epoch", False),
              "tfdefault": ("files", "tf_default", "epoch", False),
              "step": ("files", "per_replica", "step", False),
              "steptimed": ("files", "per_replica", "step", True)}
@@ -100,7 +100,7 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
         base = {"single_fit": 6.0, "single_custom": 31.0, "r2_fit": 8.0, "r4_fit": 10.0}[variant]
         if params == "params-step.yaml":
             base = 7.0
-        if params == "params-synthetic.yaml":
+        if params == "params-tensors.yaml":
             base = 5.0
         return {"timed_seconds": base, "call_seconds": base + 0.5, "wall_seconds": base + 50.0,
                 "stage_seconds": base + 49.0, "warmup_seconds": 30.0, "images_per_second": 384 / base,
@@ -115,14 +115,14 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
     rows = {r["measure"]: r for r in out["ratios"]}
     assert rows["ours/blog seconds, fit"]["value"] == 6.5 / 11.0 and rows["ours/blog seconds, fit"]["meets"]
     assert rows["ours/blog seconds, custom loop (custom_graph=epoch, as the blog)"]["value"] == 31.5 / 30.0
-    assert rows["real/synthetic epoch time (input ceiling)"]["value"] == 6.0 / 5.0
-    assert not rows["real/synthetic epoch time (input ceiling)"]["meets"]
+    assert rows["real/tensors epoch time (input ceiling)"]["value"] == 6.0 / 5.0
+    assert not rows["real/tensors epoch time (input ceiling)"]["meets"]
     assert rows["harness: timed / sum of step seconds, fit"]["value"] == 1.01
     assert "no-op dvc repro seconds" not in rows  # not a DVC repo here: skipped, not invented
     assert out["fixed_cost_seconds_per_stage"] == 20.0
     assert out["scaling_images_per_second"]["4"] == {"per_replica": 38.4, "tf_default": 38.4}
     md = (tmp_path / "reports" / "bench.md").read_text()
     assert "| ours/blog seconds, fit | 0.591 | <= 0.9 | yes |" in md
-    assert "| real/synthetic epoch time (input ceiling) | 1.200 | <= 1.05 | NO |" in md
+    assert "| real/tensors epoch time (input ceiling) | 1.200 | <= 1.05 | NO |" in md
     assert "| blog_fit | 11.00 [10.00, 12.00] |" in md
     assert md in capsys.readouterr().out

@@ -16,8 +16,8 @@ def test_defaults_are_the_blogs_variants():
     assert p.seed == 123 and p.model.arch == "resnet50"
     assert [(v.name, v.loop, v.replicas) for v in p.declared_variants()] == [
         ("single_fit", "fit", 1), ("mirrored_fit", "fit", 4), ("single_custom", "custom", 1),
-        ("mirrored_custom", "custom", 4), ("single_fit_synthetic", "fit", 1)]
-    assert p.variants["single_fit_synthetic"].pipeline == "synthetic"
+        ("mirrored_custom", "custom", 4), ("single_fit_tensors", "fit", 1)]
+    assert p.variants["single_fit_tensors"].pipeline == "tensors"
 
 
 def test_all_variants_expands_the_sweep_and_multiworker():

@@ -3,7 +3,6 @@
 import subprocess
 
 from flowerbench import provenance
-from flowerbench.provenance import git_tree
 
 
 def _git(repo, *args):
@@ -24,7 +23,6 @@ def test_git_state_names_the_uncommitted_files(tmp_path, monkeypatch):
     clean = provenance.git_state()
     assert len(clean["git_commit"]) == 40
     assert clean["git_dirty"] is False and clean["git_changed"] == []
-    assert git_tree(**clean) == "clean tree"
 
     # The pipeline's own outputs rewritten by a rerun: not edited code, still a clean tree.
     for name in ("dvc.lock", "results/single_fit.json", "reports/metrics.json"):
@@ -37,13 +35,10 @@ def test_git_state_names_the_uncommitted_files(tmp_path, monkeypatch):
     dirty = provenance.git_state()
     assert dirty["git_commit"] == clean["git_commit"]
     assert dirty["git_dirty"] is True and dirty["git_changed"] == ["README.md", "params.yaml"]
-    assert git_tree(**dirty) == "uncommitted changes: README.md, params.yaml"
 
 
-def test_git_tree_outside_git_and_without_the_file_list(tmp_path, monkeypatch):
+def test_git_state_outside_git(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
     none = provenance.git_state()
     assert none == {"git_commit": None, "git_dirty": None, "git_changed": None}
-    assert git_tree(**none) == "tree state unknown"
-    assert git_tree(git_dirty=True) == "uncommitted changes: files not recorded"

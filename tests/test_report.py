@@ -83,9 +83,15 @@ def test_blog_audit_rederives_62_3_and_67_6(workdir):
     assert audit["mirrored_custom"]["derived_reduction_pct"] == 67.6
     assert audit["mirrored_fit"]["claimed_reduction_pct"] == 61.0
     assert audit["mirrored_custom"]["claimed_reduction_pct"] == 67.9
+    # the blog's own derived figures: 36,700 images / s; speedup; efficiency over 4 GPUs
+    assert audit["single_fit"]["images_per_second"] == pytest.approx(36700 / 110.58)
+    assert round(audit["mirrored_fit"]["speedup"], 2) == 2.65 and round(audit["mirrored_custom"]["speedup"], 2) == 3.08
+    assert round(audit["mirrored_fit"]["efficiency"], 2) == 0.66 and round(audit["mirrored_custom"]["efficiency"], 2) == 0.77
     md = (workdir / "reports" / "report.md").read_text()
-    assert "| mirrored_fit | 41.66 | 61.0% | 62.3% | -1.3 pp |" in md
-    assert "| mirrored_custom | 35.88 | 67.9% | 67.6% | +0.3 pp |" in md
+    assert "| single_fit | 1 | 110.58 | 332 | 1.00x | 1.00 | n/a | 0.0% | n/a | baseline |" in md
+    assert "| mirrored_fit | 4 | 41.66 | 881 | 2.65x | 0.66 | 61.0% | 62.3% | -1.3 pp | 40.0% less time |" in md
+    assert "| mirrored_custom | 4 | 35.88 | 1023 | 3.08x | 0.77 | 67.9% | 67.6% | +0.3 pp | 50.0% less time |" in md
+    assert "| image size | 224 px | 224 px |" in md and "| warm-up + timed epochs | 1 + 10 | 1 + 4 (x 1 repeat(s)) |" in md
 
 
 def test_banner_for_emulated_synthetic_runs(workdir):
@@ -206,36 +212,36 @@ def test_report_renders_offline_in_headless_chromium(workdir):
     subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--proxy-server=127.0.0.1:9",
                     "--host-resolver-rules=MAP * ~NOTFOUND", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={workdir / 'chrome'}",
-                    "--window-size=1200,3000", f"--screenshot={shot}",
+                    "--window-size=1400,12000", f"--screenshot={shot}",
                     (workdir / "reports" / "report.html").as_uri()], check=True, capture_output=True, timeout=120)
     with Image.open(shot) as im:
         colours = im.convert("RGB").getcolors(maxcolors=1 << 20) or []
     assert len(colours) > 500  # text, tables and the embedded figures, not a blank page
 
 
-def test_input_ceiling_sets_real_and_synthetic_side_by_side(workdir):
-    """A `pipeline: synthetic` twin of single_fit: its own row, the ratio, and it never 'wins'."""
+def test_input_ceiling_sets_real_and_tensors_side_by_side(workdir):
+    """A `pipeline: tensors` twin of single_fit: its own row, the ratio, and it never 'wins'."""
     p = tiny_params()
-    p["variants"]["single_fit_synthetic"] = {"loop": "fit", "replicas": 1, "pipeline": "synthetic"}
+    p["variants"]["single_fit_tensors"] = {"loop": "fit", "replicas": 1, "pipeline": "tensors"}
     write_params(workdir / "params.yaml", p)
     fake_results(workdir / "results")
-    twin = fake_result("single_fit_synthetic", "fit", 1, 40.0, "logical_cpu", True)
-    twin["pipeline"] = "synthetic"
-    (workdir / "results" / "single_fit_synthetic.json").write_text(json.dumps(twin))
+    twin = fake_result("single_fit_tensors", "fit", 1, 40.0, "logical_cpu", True)
+    twin["pipeline"] = "tensors"
+    (workdir / "results" / "single_fit_tensors.json").write_text(json.dumps(twin))
     m = _report(workdir)
-    assert list(m["input_ceiling"]) == ["single_fit_synthetic"]
-    assert m["input_ceiling"]["single_fit_synthetic"]["real_over_synthetic"] == pytest.approx(100 / 40)
+    assert list(m["input_ceiling"]) == ["single_fit_tensors"]
+    assert m["input_ceiling"]["single_fit_tensors"]["real_over_tensors"] == pytest.approx(100 / 40)
     # its speedup is against itself (its own single-replica run of the same loop and input)
-    assert m["variants"]["single_fit_synthetic"]["speedup_vs_single_same_loop"] == 1.0
+    assert m["variants"]["single_fit_tensors"]["speedup_vs_single_same_loop"] == 1.0
     md = (workdir / "reports" / "report.md").read_text()
-    assert "| single_fit | single_fit_synthetic | fit | 1 | 100.00 | 40.00 |" in md and "| 2.500 |" in md
-    assert "INPUT CEILING: single_fit_synthetic fed random in-memory tensors" in md.split("## Headline")[0]
+    assert "| single_fit | single_fit_tensors | fit | 1 | 100.00 | 40.00 |" in md and "| 2.500 |" in md
+    assert "INPUT CEILING: single_fit_tensors fed random in-memory tensors" in md.split("## Headline")[0]
     # The fastest contender is a real-input run (mirrored_custom, 50 s), not the 40 s ceiling.
     assert "The fastest variant was mirrored_custom at 50.00 s" in md
 
 
-def test_without_a_synthetic_twin_the_report_says_so(workdir):
+def test_without_a_tensors_twin_the_report_says_so(workdir):
     fake_results(workdir / "results")
     m = _report(workdir)
     assert m["input_ceiling"] == {}
-    assert "No synthetic-input variant ran" in (workdir / "reports" / "report.md").read_text()
+    assert "No in-memory-tensors variant ran" in (workdir / "reports" / "report.md").read_text()

@@ -66,7 +66,7 @@ def test_repeats_and_strong_scaling(workdir):
     assert all(w >= s for w, s in zip(r["repeat_wall_seconds"], r["repeat_seconds"]))
 
 
-@pytest.mark.parametrize("knob", [{"data.pipeline": "synthetic"}, {"train.mixed_precision": True},
+@pytest.mark.parametrize("knob", [{"data.pipeline": "tensors"}, {"train.mixed_precision": True},
                                   {"train.jit_compile": True}, {"train.steps_per_execution": 3},
                                   {"train.thread_policy": "tf_default"}, {"train.custom_graph": "step"}])
 def test_knobs_run_on_cpu_at_tiny_size(workdir, knob):
@@ -79,7 +79,7 @@ def test_knobs_run_on_cpu_at_tiny_size(workdir, knob):
     assert r["params"][section][leaf] == value
     assert r["images_per_epoch"] == 30 and r["timed_seconds"] > 0
     if key == "data.pipeline":
-        assert r["pipeline"] == "synthetic"
+        assert r["pipeline"] == "tensors"
     if key == "train.thread_policy":
         assert r["intra_op_threads"] == 0 and r["inter_op_threads"] == 0
 
@@ -152,3 +152,20 @@ def test_input_pipeline_has_autotune_off_and_serves_each_image_once_per_epoch(wo
         sizes.append(int(x.shape[0]))
         labels.extend(int(v) for v in y.numpy())
     assert sizes == [8, 8, 8, 6] and sorted(labels) == sorted(images.labels)
+
+
+def test_per_replica_iterators_have_autotune_off_too():
+    """A strategy's MultiDeviceIterator builds one dataset per replica inside TensorFlow, without the
+    input's options: they autotuned, and freeing them made a multi-replica fit() call wait up to
+    tens of seconds after its last epoch (docs/performance.md).  quiet_device_iterators() turns it
+    off there as well; the iterator still serves the data unchanged."""
+    import tensorflow as tf
+    from tensorflow.python.data.ops import multi_device_iterator_ops as mdi
+
+    from flowerbench.dataset import quiet_device_iterators
+
+    ds = tf.data.Dataset.range(8).batch(2)
+    assert quiet_device_iterators() is True and quiet_device_iterators() is True  # idempotent
+    it = mdi.OwnedMultiDeviceIterator(ds, ["/cpu:0"])
+    assert it._device_iterators[0]._dataset.options().autotune.enabled is False
+    assert [[int(v) for v in next(it)[0]] for _ in range(4)] == [[0, 1], [2, 3], [4, 5], [6, 7]]

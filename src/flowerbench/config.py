@@ -49,7 +49,7 @@ class DataParams(_Section):
     retries: int = Field(4, ge=0, le=20)
     image_size: int = Field(32, ge=MIN_IMAGE_SIZE, le=1024)
     max_images: Optional[int] = Field(256, ge=1)
-    pipeline: Literal["files", "synthetic"] = "files"
+    pipeline: Literal["files", "tensors"] = "files"
     standin_px: int = Field(64, ge=8, le=512)
     cache: bool = True
 
@@ -94,9 +94,9 @@ class VariantSpec(_Section):
     """One entry of `variants:` (the mapping key is the variant's name)."""
     loop: Literal["fit", "custom"]
     replicas: int = Field(ge=1, le=64)
-    # Overrides data.pipeline for this variant: a `synthetic` twin of a files variant gives the
+    # Overrides data.pipeline for this variant: a `tensors` twin of a files variant gives the
     # input-pipeline ceiling, and the report sets the two side by side.
-    pipeline: Optional[Literal["files", "synthetic"]] = None
+    pipeline: Optional[Literal["files", "tensors"]] = None
 
 
 class Variant(VariantSpec):
@@ -150,7 +150,7 @@ class Params(_Section):
             "mirrored_fit": VariantSpec(loop="fit", replicas=4),
             "single_custom": VariantSpec(loop="custom", replicas=1),
             "mirrored_custom": VariantSpec(loop="custom", replicas=4),
-            "single_fit_synthetic": VariantSpec(loop="fit", replicas=1, pipeline="synthetic"),
+            "single_fit_tensors": VariantSpec(loop="fit", replicas=1, pipeline="tensors"),
         }
     )
     sweep: SweepParams = Field(default_factory=SweepParams)

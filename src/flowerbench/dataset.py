@@ -1,4 +1,4 @@
-"""The tf.data input pipeline: images from data/flower_photos, or synthetic tensors.
+"""The tf.data input pipeline: images from data/flower_photos, or in-memory tensors.
 
 Files (data.pipeline = files): the sorted file list is shuffled once with the
 params seed (the blog's image_dataset_from_directory(seed=123) does the same),
@@ -7,7 +7,7 @@ cached as uint8 after the first pass (4x less memory than float32), reshuffled
 every epoch with the seed, batched with the *global* batch size (a distributed
 dataset splits each global batch across replicas), and prefetched.
 
-Synthetic (data.pipeline = synthetic): the same number of images of the same
+In-memory tensors (data.pipeline = tensors): the same number of images of the same
 shape as random in-memory tensors: the input-pipeline ceiling.
 """
 
@@ -64,7 +64,7 @@ def build_dataset(images: ImageList, image_size: int, global_batch_size: int, se
 
     n = len(images.files)
     labels = tf.constant(images.labels, tf.int32)
-    if pipeline == "synthetic":
+    if pipeline == "tensors":
         g = tf.random.Generator.from_seed(seed)
         pixels = tf.cast(g.uniform((n, image_size, image_size, 3), 0, 256, dtype=tf.int32), tf.uint8)
         ds = tf.data.Dataset.from_tensor_slices((pixels, labels))
@@ -88,7 +88,37 @@ def build_dataset(images: ImageList, image_size: int, global_batch_size: int, se
     # iterator that is not exhausted waits for its next wake-up (docs/performance.md).  AUTOTUNE
     # values then take tf.data's static defaults.
     options.autotune.enabled = False
+    quiet_device_iterators()
     if shard_policy is not None:
         options.experimental_distribute.auto_shard_policy = getattr(tf.data.experimental.AutoShardPolicy,
                                                                     shard_policy)
     return ds.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def quiet_device_iterators() -> bool:
+    """Turn tf.data autotuning off on the per-replica datasets a distribution strategy makes too.
+
+    With >= 2 replicas, `strategy.experimental_distribute_dataset` feeds the replicas through a
+    MultiDeviceIterator, whose per-device datasets are built inside TensorFlow
+    (`multi_device_iterator_ops._create_device_dataset`) without the input's options, so their
+    iterators autotune.  Freeing such an iterator waits for its autotune thread's next wake-up,
+    whose period doubles while the iterator lives: a whole fit() call returned up to tens of
+    seconds after its last epoch (docs/performance.md).  Idempotent; False (and nothing changed)
+    where this TensorFlow has no such function."""
+    import tensorflow as tf
+    from tensorflow.python.data.ops import multi_device_iterator_ops as mdi
+
+    make = getattr(mdi, "_create_device_dataset", None)
+    if make is None:
+        return False
+    if getattr(make, "_flowerbench_quiet", False):
+        return True
+
+    def create_device_dataset(*args, **kwargs):
+        options = tf.data.Options()
+        options.autotune.enabled = False
+        return make(*args, **kwargs).with_options(options)
+
+    create_device_dataset._flowerbench_quiet = True
+    mdi._create_device_dataset = create_device_dataset
+    return True

@@ -17,10 +17,49 @@ COMPARABLE = ("seed", "data", "model", "train")
 # The blog's own baseline, its single-GPU fit() run: its claimed reductions are against it,
 # whatever report.baseline this run compares against.
 BLOG_BASELINE = "single_fit"
+# What the blog ran (its text): the same for every variant but the GPU count.
+BLOG_SETTINGS = {"model": "resnet50", "image_size": 224, "images_per_epoch": 3670, "batch_size_per_replica": 64,
+                 "warmup_epochs": 1, "epochs": 10, "hardware": "4x NVIDIA V100 (one per replica)", "data": "flower_photos"}
+BLOG_REPLICAS = {"single_fit": 1, "mirrored_fit": 4, "mirrored_custom": 4}
+
+
+# Two-sided 95 % quantiles of Student's t by degrees of freedom (standard tables); between
+# entries the next smaller df is used (a slightly wider, conservative interval).
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+        10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
 
 
 def reduction_pct(baseline_s: float, s: float) -> float:
     return (1.0 - s / baseline_s) * 100.0
+
+
+def t975(df: int) -> float:
+    return T975[max(k for k in T975 if k <= df)] if df < 1000 else 1.960
+
+
+def interval(values: list[float]) -> dict:
+    """Median, mean and the 95 % t-interval of the mean over repeats; no interval for n = 1."""
+    import statistics
+
+    n = len(values)
+    mean = statistics.fmean(values)
+    out = {"n": n, "median": statistics.median(values), "mean": mean, "low": None, "high": None, "se": None}
+    if n >= 2:
+        se = statistics.stdev(values) / n ** 0.5
+        out.update(se=se, low=mean - t975(n - 1) * se, high=mean + t975(n - 1) * se)
+    return out
+
+
+def ratio_interval(base: dict, other: dict) -> tuple[float | None, float | None]:
+    """95 % interval of mean(base) / mean(other) from two independent sets of repeats (delta
+    method: relative standard errors add in quadrature; df = the smaller n - 1).  None without
+    repeats on both sides."""
+    if base["se"] is None or other["se"] is None:
+        return None, None
+    r = base["mean"] / other["mean"]
+    rel = ((base["se"] / base["mean"]) ** 2 + (other["se"] / other["mean"]) ** 2) ** 0.5
+    half = t975(min(base["n"], other["n"]) - 1) * rel
+    return r * max(1.0 - half, 1e-9), r * (1.0 + half)
 
 
 def mixed_params(results: list[Result]) -> list[str]:
@@ -34,14 +73,22 @@ def mixed_params(results: list[Result]) -> list[str]:
 
 
 def blog_audit(blog_seconds: dict[str, float], claimed_pct: dict[str, float]) -> list[dict]:
-    """The blog's claimed reductions re-derived from its own times."""
+    """Every blog variant with what its own times imply: img/s (images x timed epochs / seconds),
+    speedup and reduction vs its single-GPU fit, efficiency (speedup / GPUs), and the claimed
+    reduction beside the derived one where the blog claims one."""
     base = blog_seconds[BLOG_BASELINE]
+    work = BLOG_SETTINGS["images_per_epoch"] * BLOG_SETTINGS["epochs"]
     rows = []
-    for name, claimed in claimed_pct.items():
-        derived = round(reduction_pct(base, blog_seconds[name]), 1)
-        rows.append({"variant": name, "blog_seconds": blog_seconds[name], "baseline_seconds": base,
-                     "claimed_reduction_pct": claimed, "derived_reduction_pct": derived,
-                     "discrepancy_pct_points": round(claimed - derived, 1)})
+    for name, secs in blog_seconds.items():
+        gpus = BLOG_REPLICAS.get(name)
+        row = {"variant": name, "blog_seconds": secs, "baseline_seconds": base, "gpus": gpus,
+               "images_per_second": work / secs, "speedup": base / secs,
+               "efficiency": None if gpus is None else base / secs / gpus,
+               "derived_reduction_pct": round(reduction_pct(base, secs), 1),
+               "claimed_reduction_pct": claimed_pct.get(name), "discrepancy_pct_points": None}
+        if row["claimed_reduction_pct"] is not None:
+            row["discrepancy_pct_points"] = round(row["claimed_reduction_pct"] - row["derived_reduction_pct"], 1)
+        rows.append(row)
     return rows
 
 
@@ -51,6 +98,7 @@ def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
     KeyError if the baseline has no result (the caller names it)."""
     by = {r.variant: r for r in results}
     base_t = by[baseline].timed_seconds
+    base_iv = interval(by[baseline].repeat_seconds)
     singles: dict[tuple[str, str], Result] = {}
     for r in results:  # declared variants come first, so a declared single run wins over a sweep's
         if r.replicas == 1:
@@ -62,6 +110,18 @@ def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
                              "timed_seconds": round(t, 6), "images_per_second": round(r.images_per_second, 6),
                              "speedup_vs_baseline": round(base_t / t, 6),
                              "reduction_vs_baseline_pct": round(reduction_pct(base_t, t), 6)}
+        # The spread over repeats (one process: the host's between-process drift is not in it),
+        # and the blog's window: the whole timed call around the same epochs.
+        iv = interval(r.repeat_seconds)
+        lo, hi = (None, None) if r.variant == baseline else ratio_interval(base_iv, iv)
+        call = interval(r.repeat_wall_seconds)
+        m.update(repeats=iv["n"], timed_seconds_median=iv["median"], timed_seconds_ci_low=iv["low"],
+                 timed_seconds_ci_high=iv["high"], whole_call_seconds=call["median"],
+                 whole_call_over_epochs=call["median"] / iv["median"],
+                 speedup_ci_low=lo, speedup_ci_high=hi,
+                 reduction_ci_low_pct=None if lo is None else (1 - 1 / lo) * 100,
+                 reduction_ci_high_pct=None if hi is None else (1 - 1 / hi) * 100,
+                 distinguishable_from_baseline=None if lo is None else not (lo <= 1.0 <= hi))
         single = singles.get((r.loop, r.pipeline))
         if single is not None:
             s = single.timed_seconds / t
@@ -73,21 +133,21 @@ def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
 
 
 def input_ceiling(results: list[Result]) -> list[dict]:
-    """Each synthetic-input result beside the files result it shadows (same loop, replicas, batch).
+    """Each in-memory-tensors result beside the files result it shadows (same loop, replicas, batch).
 
-    real / synthetic near 1 means the JPEG pipeline keeps up with the model; well above 1
+    real / tensors near 1 means the JPEG pipeline keeps up with the model; well above 1
     means training waits for input (bench target: <= 1.05)."""
     same = ("loop", "replicas", "global_batch_size", "custom_graph")
     rows = []
-    for s in (r for r in results if r.pipeline == "synthetic"):
+    for s in (r for r in results if r.pipeline == "tensors"):
         twins = [r for r in results if r.pipeline == "files" and all(getattr(r, k) == getattr(s, k) for k in same)]
         if twins:
             f = twins[0]
-            rows.append({"real": f.variant, "synthetic": s.variant, "loop": s.loop, "replicas": s.replicas,
-                         "real_seconds": f.timed_seconds, "synthetic_seconds": s.timed_seconds,
+            rows.append({"real": f.variant, "tensors": s.variant, "loop": s.loop, "replicas": s.replicas,
+                         "real_seconds": f.timed_seconds, "tensors_seconds": s.timed_seconds,
                          "real_images_per_second": f.images_per_second,
-                         "synthetic_images_per_second": s.images_per_second,
-                         "real_over_synthetic": f.timed_seconds / s.timed_seconds})
+                         "tensors_images_per_second": s.images_per_second,
+                         "real_over_tensors": f.timed_seconds / s.timed_seconds})
     return rows
 
 
@@ -123,9 +183,10 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
     """reports/metrics.json: numbers only, nested by name (`dvc metrics show` drops lists and
     strings); the labels and the warnings' text are in the report."""
     def numbers(d: dict) -> dict:
-        return {k: v for k, v in d.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
     return {"variants": {name: numbers(m) for name, m in metrics.items()},
             "blog_audit": {a["variant"]: numbers(a) for a in audit},
-            "input_ceiling": {c["synthetic"]: numbers(c) for c in ceiling},
+            "input_ceiling": {c["tensors"]: numbers(c) for c in ceiling},
             "warnings": len(warnings)}

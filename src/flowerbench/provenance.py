@@ -43,15 +43,6 @@ def git_state() -> dict:
     return {"git_commit": commit, "git_dirty": None if changed is None else bool(changed), "git_changed": changed}
 
 
-def git_tree(git_dirty: bool | None, git_changed: list[str] | None = None, **_) -> str:
-    """'clean tree', the uncommitted files, or 'tree state unknown' (no git), for a report line."""
-    if git_dirty is None:
-        return "tree state unknown"
-    if not git_dirty:
-        return "clean tree"
-    return "uncommitted changes: " + (", ".join(git_changed) if git_changed else "files not recorded")
-
-
 def host() -> dict:
     return {"hostname": socket.gethostname(), "platform": platform.platform(), "argv": sys.argv[1:]}
 

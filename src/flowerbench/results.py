@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .io import OutputError, read_json
 
+# 3: data.pipeline `synthetic` renamed `tensors` (the stand-in data set alone is "synthetic").
 # 2: the multi-worker worker writes the same record as `train` (optimizer_class, dtype_policy,
 # workers, real start/finish times); 1 was the first release.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class ResultError(RuntimeError):
@@ -39,7 +40,7 @@ class Result(BaseModel):
     global_batch_size: int
     scaling: Literal["weak", "strong"]
     image_size: int
-    pipeline: Literal["files", "synthetic"]
+    pipeline: Literal["files", "tensors"]
     model: str
     optimizer: str
     optimizer_class: str

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from flowerbench.results import SCHEMA_VERSION
 from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, run_cli, start_cli,
                             tiny_params, tree_snapshot, write_params)
 
@@ -119,8 +120,9 @@ def test_report_results_missing_field(report_dir):
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (lambda r: r.update(schema_version=1), "schema_version 1, this code reads 2 (written by another version"),
-    (lambda r: r.pop("schema_version"), "schema_version None, this code reads 2"),
+    (lambda r: r.update(schema_version=SCHEMA_VERSION - 1),
+     f"schema_version {SCHEMA_VERSION - 1}, this code reads {SCHEMA_VERSION} (written by another version"),
+    (lambda r: r.pop("schema_version"), f"schema_version None, this code reads {SCHEMA_VERSION}"),
     (lambda r: r.update(colour="blue"), "unknown field colour (written by another version of flowerbench?"),
     (lambda r: r.update(replicas="two"), "replicas: Input should be a valid integer"),
     (lambda r: r.update(loop="while"), "loop: Input should be 'fit' or 'custom'"),

@@ -1,0 +1,200 @@
+"""The report's generated words: banners, findings, confounders, the conclusion and the table
+cells that need a sentence.  Every sentence is computed from the results and metrics it is
+given (metrics.py); nothing here reads a file or draws.
+"""
+
+from __future__ import annotations
+
+from . import metrics as M
+from .results import Result
+
+EMULATED_KINDS = {"logical_cpu", "logical_gpu", "local_cpu_workers"}
+ATTRIBUTION = ("The flower_photos images are from Flickr, licensed by their authors under Creative Commons "
+               "Attribution; each photo's author is listed in the LICENSE.txt inside the archive.")
+
+
+def run_kind_label(results: list[Result]) -> str:
+    kinds = "/".join(sorted({r.device_kind for r in results}))
+    gpus = sorted({r.gpu_model for r in results if r.gpu_model})
+    return f"{kinds} on {', '.join(gpus)}" if gpus else f"{kinds}, {results[0].cpu_model}"
+
+
+def banners(results: list[Result]) -> list[str]:
+    out = []
+    r0 = results[0]
+    emulated = sorted({r.device_kind for r in results if r.device_kind in EMULATED_KINDS or r.emulated})
+    if emulated:
+        out.append(f"EMULATION: replicas ran as {', '.join(emulated)} devices sharing one host "
+                   f"({r0.cpu_count} CPU core(s), {r0.cpu_model}{', ' + r0.gpu_model if r0.gpu_model else ''}). "
+                   "These timings measure the software path, not multi-GPU speed-up; they are not GPU results.")
+    elif all(r.device_kind == "cpu" for r in results):
+        out.append("CPU RUN: no GPU was used; these are not GPU results.")
+    if any(r.data_synthetic for r in results):
+        out.append("SYNTHETIC DATA: trained on the generated stand-in, NOT the real flower_photos "
+                   "(no network to download it). Accuracy numbers say nothing about real flowers.")
+    ceiling = [r.variant for r in results if r.pipeline == "tensors"]
+    if ceiling:
+        out.append(f"INPUT CEILING: {', '.join(ceiling)} fed random in-memory tensors (no JPEG decoding): "
+                   "they measure the model alone, not the data pipeline.")
+    return out
+
+
+def findings(results: list[Result], metrics: dict, baseline: str) -> str:
+    """A paragraph generated from the numbers."""
+    by = {r.variant: r for r in results}
+    real = [v for v in metrics if by[v].pipeline == "files"] or list(metrics)  # a ceiling run is not a contender
+    fastest = min(real, key=lambda v: metrics[v]["timed_seconds"])
+    base = metrics[baseline]
+    if fastest == baseline:
+        parts = [f"The baseline {baseline} was the fastest variant ({base['timed_seconds']:.2f} s, "
+                 f"{base['images_per_second']:.1f} img/s): no other variant reduced the time."]
+    else:
+        parts = [f"The fastest variant was {fastest} at {metrics[fastest]['timed_seconds']:.2f} s "
+                 f"({metrics[fastest]['images_per_second']:.1f} img/s), a "
+                 f"{metrics[fastest]['reduction_vs_baseline_pct']:.1f}% reduction vs {baseline} "
+                 f"({base['timed_seconds']:.2f} s)."]
+    multi = [v for v, m in metrics.items() if m["replicas"] > 1 and "scaling_efficiency" in m]
+    if multi:
+        best = max(multi, key=lambda v: metrics[v]["scaling_efficiency"])
+        worst = min(multi, key=lambda v: metrics[v]["scaling_efficiency"])
+        parts.append(f"Scaling efficiency ranged from {metrics[worst]['scaling_efficiency']:.2f} ({worst}) to "
+                     f"{metrics[best]['scaling_efficiency']:.2f} ({best}); 1.00 would be perfect linear scaling.")
+        slower = [v for v in multi if metrics[v]["speedup_vs_single_same_loop"] < 1]
+        if slower:
+            parts.append(f"{len(slower)} multi-replica variant(s) were slower than one replica of the same loop "
+                         f"({', '.join(slower)}), as expected when replicas share the same cores.")
+    singles = {(r.loop, r.pipeline): r.variant for r in reversed(results) if r.replicas == 1}
+    fit, custom = singles.get(("fit", "files")), singles.get(("custom", "files"))
+    if fit and custom:
+        d = M.reduction_pct(metrics[fit]["timed_seconds"], metrics[custom]["timed_seconds"])
+        parts.append(f"On one replica the custom loop was {abs(d):.1f}% {'faster' if d > 0 else 'slower'} "
+                     f"than fit().")
+    if {by[v].device_kind for v in metrics} & EMULATED_KINDS:
+        parts.append("Because the replicas were emulated on shared CPU cores, these numbers cannot confirm or "
+                     "refute the blog's GPU speed-ups.")
+    return " ".join(parts)
+
+
+def code_state(results: list[Result]) -> str:
+    """The commits the results came from and, over every result (not only the first), whether
+    the tree was clean: one dirty result makes the line say which files and which variants."""
+    commits = sorted({r.git_commit or "unknown" for r in results})
+    head = f"git commit {commits[0]}" if len(commits) == 1 else f"git commits {', '.join(commits)} (MIXED)"
+    dirty = [r for r in results if r.git_dirty]
+    if not dirty:
+        unknown = any(r.git_dirty is None for r in results)
+        return f"{head} ({'tree state unknown' if unknown else 'clean tree'} for all {len(results)} results)"
+    files = sorted({f for r in dirty for f in (r.git_changed or [])})
+    return (f"{head}; {len(dirty)} of {len(results)} results ran with uncommitted changes "
+            f"({', '.join(files) or 'files not recorded'}): {', '.join(r.variant for r in dirty)}")
+
+
+def fmt(x, spec: str = ".2f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def seconds_cell(m: dict) -> str:
+    if m["timed_seconds_ci_low"] is None:
+        return f"{m['timed_seconds_median']:.2f} (n={m['repeats']}, no interval)"
+    return f"{m['timed_seconds_median']:.2f} [{m['timed_seconds_ci_low']:.2f}, {m['timed_seconds_ci_high']:.2f}] (n={m['repeats']})"
+
+
+def speedup_cell(m: dict) -> str:
+    if m["speedup_ci_low"] is None:
+        return fmt(m["speedup_vs_baseline"])
+    return f"{m['speedup_vs_baseline']:.2f} [{m['speedup_ci_low']:.2f}, {m['speedup_ci_high']:.2f}]"
+
+
+def versus(m: dict, is_baseline: bool) -> str:
+    """'62.3% less time' or '1.21x slower', and whether the interval includes the baseline."""
+    if is_baseline:
+        return "baseline"
+    red, sp = m["reduction_vs_baseline_pct"], m["speedup_vs_baseline"]
+    text = f"{red:.1f}% less time" if red >= 0 else f"{1 / sp:.2f}x slower"
+    if m["distinguishable_from_baseline"] is False:
+        text += " (not distinguishable from the baseline)"
+    return text
+
+
+
+
+def versus_same_loop(m: dict) -> str:
+    """The same comparison against one replica of the same loop and input (the scaling view)."""
+    if "speedup_vs_single_same_loop" not in m:
+        return "n/a"
+    if m["replicas"] == 1:
+        return "itself" if m["speedup_vs_single_same_loop"] == 1.0 else f"{m['speedup_vs_single_same_loop']:.2f}x"
+    red, sp = m["reduction_vs_single_same_loop_pct"], m["speedup_vs_single_same_loop"]
+    return f"{red:.1f}% less time" if red >= 0 else f"{1 / sp:.2f}x slower"
+
+
+def confounders(results: list[Result], metrics: dict) -> list[str]:
+    """What else differs between the runs a comparison sets side by side, with its size."""
+    out = []
+    singles = {(r.loop, r.pipeline): r for r in results if r.replicas == 1}
+    fit, custom = singles.get(("fit", "files")), singles.get(("custom", "files"))
+    if fit and custom and custom.timed_seconds > fit.timed_seconds:
+        ratio = custom.timed_seconds / fit.timed_seconds
+        why = ("the blog's whole epoch inside one `tf.function` (`train.custom_graph: epoch`), which runs "
+               "much slower than one `tf.function` per step on CPU" if custom.custom_graph == "epoch"
+               else "the custom loop's own overhead")
+        custom_multi = [r.variant for r in results if r.loop == "custom" and r.replicas > 1]
+        out.append(f"One replica of the custom loop ({custom.variant}) took {ratio:.2f}x the time of fit() "
+                   f"({fit.variant}): {why}. Custom-loop efficiencies ({', '.join(custom_multi) or 'none here'}) "
+                   f"are against {custom.variant}, so they look better than the same times would against fit(); "
+                   f"the 'vs {fit.variant}' column is the blog's basis.")
+    one = [r for r in results if r.replicas == 1 and r.device_kind not in ("gpu",)]
+    many = [r for r in results if r.replicas > 1 and r.thread_policy == "per_replica" and r.intra_op_threads]
+    if one and many:
+        budgets = sorted({f"intra {r.intra_op_threads} / inter {r.inter_op_threads}" for r in many})
+        out.append(f"Thread settings differ with the replica count: 1-replica runs used TensorFlow's default "
+                   f"thread pools, the multi-replica runs the per-replica budget ({'; '.join(budgets)}), so "
+                   f"every efficiency also compares two thread settings (docs/performance.md measures the "
+                   f"difference).")
+    workers = [r for r in results if r.workers]
+    if workers:
+        out.append(f"Multi-worker runs ({', '.join(r.variant for r in workers)}) are separate processes with their "
+                   f"own input pipelines and a ring all-reduce over loopback: their efficiency is against the "
+                   f"1-replica custom loop in one process, not a like-for-like scaling measurement.")
+    if any(r.repeats < 3 for r in results):
+        out.append("Some variants have fewer than 3 timed repeats: their intervals are missing or very wide.")
+    out.append("Intervals are over repeats inside one process; the host's speed also drifts between "
+               "processes (variants run one after another), which the intervals do not include: `make bench` "
+               "interleaves separate processes to measure that spread.")
+    return out
+
+
+def conclusion(results: list[Result], metrics: dict, audit: list[dict]) -> list[str]:
+    """What a reader can quote: what this run shows and what it cannot, from the numbers."""
+    kinds = sorted({r.device_kind for r in results})
+    replicas = sorted({r.replicas for r in results})
+    loops = sorted({r.loop for r in results})
+    emulated = bool(set(kinds) & EMULATED_KINDS) or any(r.emulated for r in results)
+    shows = [f"The training code path ran to completion on {', '.join(map(str, replicas))} replica(s) "
+             f"({', '.join(kinds)}) with the {' and '.join(loops)} loop(s); every run's loss is a finite number "
+             f"and is recorded per epoch."]
+    windows = [m["whole_call_over_epochs"] for m in metrics.values()]
+    shows.append(f"The blog's timing window (the whole timed call) and ours (the timed epochs) agree within "
+                 f"{(max(windows) - 1) * 100:.1f}% for every variant." if max(windows) <= 1.05 else
+                 f"The blog's timing window exceeds ours by up to {(max(windows) - 1) * 100:.0f}%: see the "
+                 f"whole-call column.")
+    wrong = [a for a in audit if a["discrepancy_pct_points"]]
+    if wrong:
+        shows.append("The blog's own times do not give its stated reductions: " + "; ".join(
+            f"{a['variant']} reads {a['claimed_reduction_pct']:.1f}% but its times give "
+            f"{a['derived_reduction_pct']:.1f}%" for a in wrong) + ".")
+    shows.append("That the distributed update equals the single-device one (gradients summed over replicas, "
+                 "the loss scaled by the global batch) is proven by the test suite at this commit "
+                 "(tests/test_equivalence.py), not by these timings.")
+    cannot = []
+    if emulated or all(r.device_kind == "cpu" for r in results):
+        cannot.append("It cannot show a GPU speed-up: the replicas shared the CPU cores of one host, so no "
+                      "multi-replica variant could be faster than one replica for a hardware reason; "
+                      "the blog's 2.65x and 3.08x are neither confirmed nor refuted.")
+    undecided = [v for v, m in metrics.items() if m.get("distinguishable_from_baseline") is False]
+    if undecided:
+        cannot.append(f"It cannot tell {', '.join(undecided)} apart from the baseline: the 95% interval "
+                      f"of the speedup includes 1.")
+    if any(r.data_synthetic for r in results):
+        cannot.append("It says nothing about accuracy on real flowers: the data was the generated stand-in.")
+    return [f"**Shows.** {' '.join(shows)}", f"**Cannot show.** {' '.join(cannot) or 'n/a'}"]

@@ -1,0 +1,67 @@
+"""The report's statistics, in-process on hand-made results: intervals over repeats, the two
+timing windows, and the words the headline uses for them."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowerbench import metrics as M
+from flowerbench.report import versus
+from flowerbench.results import Result
+from tests.test_report import fake_result
+
+
+def _result(name: str, loop: str, replicas: int, repeats: list[float], calls: list[float] | None = None) -> Result:
+    r = fake_result(name, loop, replicas, sorted(repeats)[len(repeats) // 2], "logical_cpu", True)
+    r.update(repeats=len(repeats), repeat_seconds=repeats, repeat_wall_seconds=calls or repeats,
+             epoch_seconds=[s / 4 * f for s in repeats for f in (0.9, 1.1, 1.0, 1.0)],
+             epoch_loss=[1.0] * 4 * len(repeats), epoch_accuracy=[0.5] * 4 * len(repeats),
+             epoch_images=[3670] * 4 * len(repeats))
+    return Result.model_validate(r)
+
+
+def test_t_interval_of_three_repeats():
+    iv = M.interval([10.0, 12.0, 14.0])
+    # mean 12, sd 2, se 2/sqrt(3); t(0.975, df=2) = 4.303
+    assert (iv["n"], iv["median"], iv["mean"]) == (3, 12.0, 12.0)
+    assert iv["low"] == pytest.approx(12 - 4.303 * 2 / 3 ** 0.5) and iv["high"] == pytest.approx(12 + 4.303 * 2 / 3 ** 0.5)
+    assert M.interval([5.0])["low"] is None  # one repeat: no interval, never a fake one
+    assert M.t975(11) == 2.228 and M.t975(2000) == 1.960
+
+
+def test_overlapping_repeats_are_not_distinguishable_and_separated_ones_are():
+    base = _result("single_fit", "fit", 1, [10.0, 11.0, 12.0])
+    same = _result("mirrored_fit", "fit", 2, [10.5, 11.5, 12.5])
+    fast = _result("mirrored_custom", "custom", 2, [5.0, 5.1, 5.2])
+    m = M.compute_metrics([base, same, fast], "single_fit")
+    assert m["single_fit"]["speedup_ci_low"] is None  # the baseline against itself
+    assert m["mirrored_fit"]["distinguishable_from_baseline"] is False
+    assert m["mirrored_fit"]["speedup_ci_low"] < 1.0 < m["mirrored_fit"]["speedup_ci_high"]
+    assert m["mirrored_custom"]["distinguishable_from_baseline"] is True
+    assert 1.0 < m["mirrored_custom"]["speedup_ci_low"] < 11 / 5.1 < m["mirrored_custom"]["speedup_ci_high"]
+    lo, hi = m["mirrored_custom"]["reduction_ci_low_pct"], m["mirrored_custom"]["reduction_ci_high_pct"]
+    assert lo < M.reduction_pct(11.0, 5.1) < hi
+    assert versus(m["mirrored_fit"], False).endswith("(not distinguishable from the baseline)")
+    assert versus(m["mirrored_custom"], False) == f"{M.reduction_pct(11.0, 5.1):.1f}% less time"
+
+
+def test_slower_variants_read_as_times_slower_and_both_windows_are_kept():
+    base = _result("single_fit", "fit", 1, [10.0])
+    slow = _result("mirrored_fit", "fit", 2, [12.1], calls=[13.31])
+    m = M.compute_metrics([base, slow], "single_fit")["mirrored_fit"]
+    assert versus(m, False) == "1.21x slower"
+    assert m["whole_call_seconds"] == 13.31 and m["whole_call_over_epochs"] == pytest.approx(1.1)
+    assert m["distinguishable_from_baseline"] is None  # n = 1: nothing claimed either way
+
+
+def test_code_state_covers_every_result_not_only_the_first():
+    from flowerbench.report import code_state
+
+    clean = _result("single_fit", "fit", 1, [10.0])
+    dirty = Result.model_validate({**_result("mirrored_fit", "fit", 2, [8.0]).as_dict(),
+                                   "git_dirty": True, "git_changed": ["src/flowerbench/loops.py"]})
+    assert code_state([clean, clean]) == "git commit abc (clean tree for all 2 results)"
+    assert code_state([clean, dirty]) == ("git commit abc; 1 of 2 results ran with uncommitted changes "
+                                          "(src/flowerbench/loops.py): mirrored_fit")
+    other = Result.model_validate({**clean.as_dict(), "git_commit": "def"})
+    assert code_state([clean, other]).startswith("git commits abc, def (MIXED)")
