@@ -123,7 +123,7 @@ def test_html_is_self_contained_and_embeds_every_figure(workdir):
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", html, re.I)
     assert "<script" not in html.lower() and "<link" not in html.lower()
     figs = sorted(p.name for p in (workdir / "reports" / "figures").glob("*.png"))
-    assert figs == ["epoch_seconds.png", "timed_seconds.png", "vs_blog.png"]  # 2 replica counts: no scaling plot
+    assert figs == ["epoch_seconds.png", "reduction.png", "scaling.png", "timed_seconds.png", "vs_blog.png"]
     assert len(re.findall(r"""src=["']data:image/png;base64,""", html)) == len(figs)
     for f in figs:
         path = workdir / "reports" / "figures" / f

@@ -7,10 +7,9 @@ reads or writes a file.
 from __future__ import annotations
 
 import io
-import math
 
 from .config import ReportParams
-from .metrics import BLOG_BASELINE, reduction_pct
+from .metrics import BLOG_BASELINE
 from .results import Result
 
 
@@ -23,91 +22,159 @@ def _png(fig, dpi: int) -> bytes:
     return buf.getvalue()
 
 
-def figures(results: list[Result], metrics: dict, df, report: ReportParams,
-            kind_label: str) -> dict[str, tuple[bytes, str]]:
+def change_label(m: dict | None, is_baseline: bool) -> str:
+    """A bar's label: 'baseline', '40.0% less' or '1.21x slower' (never a negative reduction)."""
+    if is_baseline or m is None:
+        return "baseline"
+    red = m["reduction_vs_baseline_pct"]
+    return f"{red:.1f}% less" if red >= 0 else f"{1 / m['speedup_vs_baseline']:.2f}x slower"
+
+
+def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind_label: str,
+            audit: list[dict]) -> dict[str, tuple[bytes, str]]:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import pandas as pd
     import seaborn as sns
+    from matplotlib.ticker import MaxNLocator
 
     sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
     dpi = report.figure_dpi
     order = [r.variant for r in results]
-    colors = sns.color_palette("colorblind", 2)
+    colors = sns.color_palette("colorblind", 3)
+    loop_color = {"fit": colors[0], "custom": colors[1]}
+    base = report.baseline
     out: dict[str, tuple[bytes, str]] = {}
 
-    # (1) timed seconds per variant, error bars from the per-epoch spread.
-    timed = df[df.phase == "timed"]
-    spread = timed.groupby("variant")["seconds"].std(ddof=0).reindex(order).fillna(0.0)
-    epochs = {r.variant: r.epochs for r in results}
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(order)), 4.2))
-    secs = [metrics[v]["timed_seconds"] for v in order]
-    err = [spread[v] * math.sqrt(epochs[v]) for v in order]
-    bars = ax.bar(order, secs, yerr=err, capsize=4,
-                  color=[colors[0] if metrics[v]["loop"] == "fit" else colors[1] for v in order])
-    for b, v in zip(bars, order):
-        red = metrics[v]["reduction_vs_baseline_pct"]
-        label = "baseline" if v == report.baseline else f"{red:+.1f}%"
-        ax.annotate(label, (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
-                    xytext=(0, 4), textcoords="offset points", fontsize=9)
-    ax.set_ylabel(f"timed seconds ({results[0].epochs} epochs)")
-    ax.set_xlabel("variant (blue: fit, orange: custom loop)")
-    ax.set_title(f"Timed training per variant; label = time reduction vs {report.baseline}\n[{kind_label}]")
-    ax.tick_params(axis="x", rotation=30)
-    out["timed_seconds.png"] = (_png(fig, dpi), "Timed seconds per variant (error bar: sqrt(epochs) x per-epoch "
-                                "standard deviation), annotated with the reduction vs the baseline.")
+    # (1) timed seconds per variant: median with its 95 % interval over repeats, labelled above the whisker.
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.25 * len(order)), 4.6))
+    med = [metrics[v]["timed_seconds_median"] for v in order]
+    lo = [metrics[v]["timed_seconds_ci_low"] for v in order]
+    hi = [metrics[v]["timed_seconds_ci_high"] for v in order]
+    yerr = [[m - (l if l is not None else m) for m, l in zip(med, lo)],
+            [(h if h is not None else m) - m for m, h in zip(med, hi)]]
+    ax.bar(order, med, yerr=yerr, capsize=5, color=[loop_color[metrics[v]["loop"]] for v in order])
+    top = [h if h is not None else m for m, h in zip(med, hi)]
+    for x, (v, t) in enumerate(zip(order, top)):
+        ax.annotate(change_label(metrics[v], v == base), (x, t), ha="center", va="bottom", xytext=(0, 6),
+                    textcoords="offset points", fontsize=9)
+    ax.set_ylim(0, max(top) * 1.2)
+    ax.set_ylabel(f"timed seconds ({results[0].epochs} epochs, median)")
+    ax.set_xlabel("")
+    ax.set_title(f"Time per variant vs {base} (blue: fit, orange: custom loop)", fontsize=11)
+    ax.text(0.0, -0.32, kind_label, transform=ax.transAxes, fontsize=8, color="grey")
+    ax.tick_params(axis="x", rotation=25)
+    out["timed_seconds.png"] = (_png(fig, dpi), "Timed seconds per variant (median over repeats; whisker: 95% "
+                                "t-interval, none for a single repeat), labelled with the change vs the baseline.")
 
-    # (2) this run beside the blog's 4xV100 numbers, one panel (and axis) each.
-    names = [n for n in report.blog_seconds if n in metrics]
+    # (2) this run beside the blog's published times: one horizontal panel each (different hardware).
+    names = [a["variant"] for a in audit if a["variant"] in metrics]
     if names:
-        cmp = pd.DataFrame(
-            [{"source": f"this run ({kind_label})", "variant": n, "seconds": metrics[n]["timed_seconds"]} for n in names]
-            + [{"source": "blog, 4x V100 (as published)", "variant": n, "seconds": report.blog_seconds[n]}
-               for n in names])
-        g = sns.catplot(data=cmp, x="variant", y="seconds", col="source", kind="bar", sharey=False,
-                        height=3.8, aspect=1.1, order=names, color=colors[0])
-        g.set_axis_labels("variant", "timed seconds")
-        g.set_titles("{col_name}")
-        for ax, (_, sub) in zip(g.axes.flat, cmp.groupby("source", sort=False)):
-            base = sub.set_index("variant")["seconds"].get(BLOG_BASELINE)
-            for b, n in zip(ax.patches, names):
-                if base and n != BLOG_BASELINE:
-                    ax.annotate(f"{reduction_pct(base, b.get_height()):+.1f}%",
-                                (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom",
-                                xytext=(0, 3), textcoords="offset points", fontsize=9)
-        g.figure.suptitle("This run vs the blog (separate axes: different hardware and settings)", y=1.04)
-        out["vs_blog.png"] = (_png(g.figure, dpi), "This run beside the blog's published 4x V100 timings, each on "
-                              f"its own axis; labels are the reductions vs {BLOG_BASELINE} within each panel.")
+        blog = {a["variant"]: a for a in audit}
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.7 * len(names) + 2.2))
+        ours = [metrics[n]["timed_seconds_median"] for n in names]
+        theirs = [blog[n]["blog_seconds"] for n in names]
+        for a, vals, title in ((a1, ours, f"this run [{kind_label}]"), (a2, theirs, "blog, 4x V100 (as published)")):
+            a.barh(names, vals, color=[loop_color[metrics[n]["loop"]] for n in names])
+            a.invert_yaxis()
+            a.set_xlim(0, max(vals) * 1.45)
+            a.set_xlabel("timed seconds")
+            a.set_title(title, fontsize=10)
+        for y, n in enumerate(names):
+            a1.annotate(change_label(metrics[n], n == BLOG_BASELINE), (ours[y], y), va="center", xytext=(4, 0),
+                        textcoords="offset points", fontsize=9)
+            b = blog[n]
+            text = "baseline" if n == BLOG_BASELINE else f"{b['derived_reduction_pct']:.1f}% less"
+            if b["claimed_reduction_pct"] is not None:
+                text += f" (claims {b['claimed_reduction_pct']:.1f}%)"
+            a2.annotate(text, (theirs[y], y), va="center", xytext=(4, 0), textcoords="offset points", fontsize=9)
+        a2.set_yticklabels([])
+        fig.suptitle("This run vs the blog (each on its own axis: different hardware and settings)", fontsize=11)
+        fig.tight_layout()
+        out["vs_blog.png"] = (_png(fig, dpi), "Time per variant, this run beside the blog's published 4x V100 "
+                              f"timings; labels are the change vs {BLOG_BASELINE} within each panel, with the "
+                              "blog's claimed reduction beside the one its own times give.")
 
-    # (3) per-epoch time, warm-up apart.
-    fig, (ax_w, ax_t) = plt.subplots(1, 2, figsize=(11, 4), gridspec_kw={"width_ratios": [1, 2]})
+    # (3) reduction vs the baseline with its interval, and the blog's reductions as markers.
+    others = [v for v in order if v != base]
+    if others:
+        fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(others) + 1.8))
+        for y, v in enumerate(others):
+            m = metrics[v]
+            red = m["reduction_vs_baseline_pct"]
+            if m["reduction_ci_low_pct"] is not None:
+                ax.plot([m["reduction_ci_low_pct"], m["reduction_ci_high_pct"]], [y, y], color="black", lw=1.5)
+            ax.plot(red, y, "o", color=loop_color[m["loop"]], ms=8, label="this run (95% CI)" if y == 0 else None)
+        blog = {a["variant"]: a for a in audit}
+        shown = False
+        for y, v in enumerate(others):
+            if v in blog:
+                ax.plot(blog[v]["derived_reduction_pct"], y, "D", color=colors[2], ms=7,
+                        label=None if shown else "blog (from its times)")
+                shown = True
+        ax.axvline(0, color="grey", lw=1)
+        ax.set_yticks(range(len(others)), others)
+        ax.invert_yaxis()
+        ax.set_xlabel(f"time reduction vs {base} (%; left of 0 = slower)")
+        ax.legend(fontsize=8, loc="lower right")
+        ax.set_title(f"Reduction vs {base}", fontsize=11)
+        out["reduction.png"] = (_png(fig, dpi), f"Reduction in timed seconds vs {base} with its 95% interval "
+                                "(delta method over repeats; none for a single repeat), and the blog's own "
+                                "reductions (diamonds) where it ran the same variant.")
+
+    # (4) per-epoch time, warm-up apart; integer epochs, one colour and marker per variant.
+    timed = df[df.phase == "timed"]
+    fig, (ax_w, ax_t) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 2]})
     warm = df[df.phase == "warmup"]
-    sns.barplot(data=warm, x="variant", y="seconds", order=order, ax=ax_w, color=colors[1])
-    ax_w.set_title("warm-up (untimed: tracing, first pass)")
+    pal = dict(zip(order, sns.color_palette("tab10", len(order))))
+    sns.barplot(data=warm, x="variant", y="seconds", order=order, ax=ax_w, hue="variant", palette=pal, legend=False)
+    ax_w.set_title("warm-up (untimed: tracing, first pass)", fontsize=10)
     ax_w.set_ylabel("seconds")
+    ax_w.set_xlabel("")
     ax_w.tick_params(axis="x", rotation=60)
-    t2 = timed.assign(step=timed["repeat"] * timed["epoch"].max() + timed["epoch"])
-    sns.lineplot(data=t2, x="step", y="seconds", hue="variant", hue_order=order, marker="o", ax=ax_t)
-    ax_t.set_title("timed epochs")
+    t2 = timed.assign(timed_epoch=timed.groupby("variant").cumcount() + 1)
+    sns.lineplot(data=t2, x="timed_epoch", y="seconds", hue="variant", style="variant", hue_order=order,
+                 style_order=order, palette=pal, markers=True, dashes=False, ax=ax_t)
+    ax_t.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_t.set_ylim(bottom=0)
+    ax_t.set_title("timed epochs (all repeats in order)", fontsize=10)
     ax_t.set_xlabel("timed epoch")
     ax_t.set_ylabel("seconds per epoch")
     ax_t.legend(fontsize=8, ncol=2)
     out["epoch_seconds.png"] = (_png(fig, dpi), "Seconds per epoch: the warm-up epoch(s) apart (left), timed "
-                                "epochs (right).")
+                                "epochs of every repeat in order (right).")
 
-    # (4) scaling vs replicas, when there are more than two replica counts.
-    if len({r.replicas for r in results}) > 2:
-        sc = pd.DataFrame([{"replicas": m["replicas"], "loop": m["loop"], "images/s": m["images_per_second"],
-                            "efficiency": m.get("scaling_efficiency")} for m in metrics.values()])
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-        sns.lineplot(data=sc, x="replicas", y="images/s", hue="loop", marker="o", ax=a1, errorbar=None)
-        a1.set_ylabel("images per second")
-        sns.lineplot(data=sc.dropna(), x="replicas", y="efficiency", hue="loop", marker="o", ax=a2, errorbar=None)
-        a2.axhline(1.0, ls="--", c="grey")
-        a2.set_ylabel("scaling efficiency (speedup / replicas)")
-        for a in (a1, a2):
-            a.set_xticks(sorted(sc.replicas.unique()))
-        fig.suptitle(f"Scaling with replicas [{kind_label}]")
-        out["scaling.png"] = (_png(fig, dpi), "Throughput and scaling efficiency against the number of replicas.")
+    # (5) efficiency vs replicas: one line per loop over the in-process (Mirrored) file-input runs,
+    # multi-worker runs as unconnected markers, the blog's 4-GPU points as stars.
+    multi = [r for r in results if r.replicas > 1]
+    if multi:
+        fig, ax = plt.subplots(figsize=(7, 4.4))
+        for loop in ("fit", "custom"):
+            pts = {}
+            for r in results:  # the declared variant wins over a sweep's at the same replica count
+                m = metrics[r.variant]
+                if (r.loop == loop and r.pipeline == "files" and not r.workers and "scaling_efficiency" in m):
+                    pts.setdefault(r.replicas, m["scaling_efficiency"])
+            if pts:
+                xs = sorted(pts)
+                ax.plot(xs, [pts[x] for x in xs], "o-", color=loop_color[loop], label=f"this run, {loop}")
+        for r in results:
+            if r.workers and "scaling_efficiency" in metrics[r.variant]:
+                ax.plot(r.replicas, metrics[r.variant]["scaling_efficiency"], "s", color=loop_color[r.loop], ms=9,
+                        mfc="none", mew=2, label=f"this run, {r.variant} (separate processes)")
+        for a in audit:
+            if a["gpus"] and a["gpus"] > 1:
+                loop = "fit" if "fit" in a["variant"] else "custom"
+                ax.plot(a["gpus"], a["efficiency"], "*", color=loop_color[loop], ms=15, mec="black",
+                        label=f"blog 4x V100, {a['variant']} ({a['efficiency']:.2f})")
+        ax.axhline(1.0, ls="--", c="grey", lw=1)
+        ax.set_ylim(0, max(1.2, ax.get_ylim()[1]))
+        ax.set_xlim(0.5, max(4, max(r.replicas for r in results)) + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("replicas")
+        ax.set_ylabel("scaling efficiency (speedup / replicas)")
+        ax.set_title(f"Efficiency vs replicas [{kind_label}]", fontsize=10)
+        ax.legend(fontsize=7, loc="lower left")
+        out["scaling.png"] = (_png(fig, dpi), "Scaling efficiency against replicas (vs 1 replica of the same "
+                              "loop), with the blog's 4-GPU points; 1.0 (dashed) is linear scaling.")
     return out

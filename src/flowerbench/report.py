@@ -158,7 +158,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     audit = M.blog_audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
     ceiling = M.input_ceiling(results)
     df = M.tidy(results)
-    figs = figures(results, metrics, df, params.report, run_kind_label(results))
+    figs = figures(results, metrics, df, params.report, run_kind_label(results), audit)
     md = markdown(results, metrics, audit, ceiling, figs, params, warnings)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
