@@ -75,7 +75,8 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
         shutil.copy(f, flowers / rel)
     shutil.copy(data_root / paths.MANIFEST, work / paths.MANIFEST)
     params["data"].update(image_size=image_size, max_images=None, source="synthetic")
-    params["train"].update(batch_size_per_replica=batch, epochs=epochs, warmup_epochs=1, verbose="quiet")
+    params["train"].update(batch_size_per_replica=batch, epochs=epochs, warmup_epochs=1, repeats=1, verbose="quiet",
+                           custom_graph="epoch")  # the blog's loop; the `step` knob file times ours
     params["variants"] = {n: {"loop": l, "replicas": r} for n, l, r in
                           [("single_fit", "fit", 1), ("single_custom", "custom", 1),
                            ("r2_fit", "fit", 2), ("r4_fit", "fit", 4)]}

@@ -71,8 +71,8 @@ class ModelParams(_Section):
 class TrainParams(_Section):
     batch_size_per_replica: int = Field(32, ge=1, le=4096)
     warmup_epochs: int = Field(1, ge=0, le=100)
-    epochs: int = Field(2, ge=1, le=1000)
-    repeats: int = Field(1, ge=1, le=20)
+    epochs: int = Field(1, ge=1, le=1000)
+    repeats: int = Field(3, ge=1, le=20)
     optimizer: Literal["adam", "sgd"] = "adam"
     learning_rate: float = Field(0.001, gt=0, le=10)
     scaling: Literal["weak", "strong"] = "weak"
@@ -81,7 +81,7 @@ class TrainParams(_Section):
     jit_compile: bool = False
     steps_per_execution: int = Field(1, ge=1, le=1000)
     # custom loop: epoch = the whole epoch in one tf.function (the blog); step = one per batch
-    custom_graph: Literal["epoch", "step"] = "epoch"
+    custom_graph: Literal["epoch", "step"] = "step"
     # time every step too (one host sync per step): results gain step_seconds and harness_ratio
     step_timing: bool = False
     device: Literal["auto", "gpu", "cpu"] = "auto"
@@ -107,7 +107,7 @@ class Variant(VariantSpec):
 
 
 class SweepParams(_Section):
-    replicas: list[int] = Field(default_factory=lambda: [2])
+    replicas: list[int] = Field(default_factory=list)
     loops: list[Literal["fit", "custom"]] = Field(default_factory=lambda: ["fit"])
 
     @field_validator("replicas")
