@@ -16,6 +16,8 @@ batch, replicas, epochs).  Writes reports/bench.json and reports/bench.md.
    fresh `git clone` of HEAD that reuses this venv                             target <= 600 s
 5. scaling on this host: img/s at 1, 2, 4 logical replicas, with and without the thread policy
 6. memory: peak RSS per run
+7. how close to the machine: this host's matmul / 3x3-conv GFLOP/s (benchmarks/ceiling.py) and
+   single-replica img/s at 32 and 64 px as a fraction of the ResNet50 ceiling they imply
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from flowerbench import paths, provenance, render, results  # noqa: E402
 from flowerbench.dataset import list_images  # noqa: E402
@@ -82,12 +85,14 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
                            ("r2_fit", "fit", 2), ("r4_fit", "fit", 4)]}
     params["sweep"] = {"replicas": [], "loops": ["fit"]}
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    for name, pipeline, policy, graph, step_timing in (("tensors", "tensors", "per_replica", "epoch", False),
-                                                       ("tfdefault", "files", "tf_default", "epoch", False),
-                                                       ("step", "files", "per_replica", "step", False),
-                                                       ("steptimed", "files", "per_replica", "step", True)):
+    for name, pipeline, policy, graph, step_timing, px in (
+            ("tensors", "tensors", "per_replica", "epoch", False, image_size),
+            ("tfdefault", "files", "tf_default", "epoch", False, image_size),
+            ("step", "files", "per_replica", "step", False, image_size),
+            ("steptimed", "files", "per_replica", "step", True, image_size),
+            ("px64", "files", "per_replica", "epoch", False, 64)):
         p = json.loads(json.dumps(params))
-        p["data"]["pipeline"] = pipeline
+        p["data"].update(pipeline=pipeline, image_size=px)
         p["train"].update(thread_policy=policy, custom_graph=graph, step_timing=step_timing)
         (work / f"params-{name}.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     return work
@@ -111,6 +116,22 @@ def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epoc
     return {"timed_seconds": line["timed_seconds"], "call_seconds": line["timed_seconds"], "wall_seconds": wall,
             "rss_mib": rss,
             "final_loss": line["final_loss"]}
+
+
+def machine_ceiling(work: Path) -> dict:
+    """This host's matmul and 3x3-conv GFLOP/s (benchmarks/ceiling.py, its own process)."""
+    _, _, out = run_measured([PY, str(REPO / "benchmarks" / "ceiling.py")], work)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def closeness(ceiling: dict, img_s: dict[int, float]) -> dict:
+    """Single-replica ResNet50 img/s at each image size as a fraction of what the host's best
+    measured GFLOP/s would allow (ceiling.images_per_second_ceiling)."""
+    from ceiling import images_per_second_ceiling
+
+    peak = max(ceiling["matmul_gflops"], ceiling["conv3x3_gflops"])
+    return {str(px): {"images_per_second": v, "ceiling_images_per_second": images_per_second_ceiling(peak, px),
+                      "fraction_of_ceiling": v / images_per_second_ceiling(peak, px)} for px, v in img_s.items()}
 
 
 def noop_repro_seconds() -> float | None:
@@ -242,7 +263,11 @@ def main() -> int:
                 runs.setdefault(name, []).append(r)
                 print(f"[bench] round {rnd + 1}/{a.rounds} {name}: timed {r['timed_seconds']:.2f}s "
                       f"(wall {r['wall_seconds']:.1f}s, {r['rss_mib']} MiB)", file=sys.stderr, flush=True)
-        extra = [("ours_fit_steptimed", "single_fit", "params-steptimed.yaml"),
+        ceiling = machine_ceiling(work)
+        print(f"[bench] ceiling: matmul {ceiling['matmul_gflops']:.0f}, conv 3x3 {ceiling['conv3x3_gflops']:.0f} "
+              "GFLOP/s", file=sys.stderr, flush=True)
+        extra = [("ours_fit_64px", "single_fit", "params-px64.yaml"),
+                 ("ours_fit_steptimed", "single_fit", "params-steptimed.yaml"),
                  ("ours_custom_steptimed", "single_custom", "params-steptimed.yaml")]
         if not a.no_scaling:
             extra += [("r2_policy", "r2_fit", "params.yaml"), ("r2_tfdefault", "r2_fit", "params-tfdefault.yaml"),
@@ -286,6 +311,7 @@ def main() -> int:
             if f"r{n}_policy" in runs:
                 scaling[str(n)] = {"per_replica": runs[f"r{n}_policy"][0]["images_per_second"],
                                    "tf_default": runs[f"r{n}_tfdefault"][0]["images_per_second"]}
+        close = closeness(ceiling, {a.image_size: one, 64: runs["ours_fit_64px"][0]["images_per_second"]})
         settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}
         out = {"settings": settings, "cpu_model": cpu_model(), "cpu_count": cpu_count(),
                "versions": provenance.versions(), **git, "date": provenance.now(),
@@ -293,7 +319,8 @@ def main() -> int:
                "warmup_seconds_median": {k: statistics.median(r.get("warmup_seconds", 0) for r in v)
                                          for k, v in runs.items() if k.startswith("ours")},
                "peak_rss_mib": {k: max(r["rss_mib"] for r in v) for k, v in runs.items()},
-               "scaling_images_per_second": scaling, "reproduce": repro, "runs": runs,
+               "scaling_images_per_second": scaling, "machine_ceiling": ceiling, "closeness": close,
+               "reproduce": repro, "runs": runs,
                "bench_seconds": time.perf_counter() - t_start}
         write_json(REPO / paths.BENCH_JSON, out)
         mm = lambda d: f"{d['median']:.2f} [{d['min']:.2f}, {d['max']:.2f}]"  # noqa: E731
@@ -315,7 +342,13 @@ def main() -> int:
               "possible; the thread policy decides the overhead):",
               render.table(["replicas", "per_replica policy", "tf_default"],
                            [[n, f"{s['per_replica']:.1f}", f"{s['tf_default']:.1f}" if "tf_default" in s else
-                             "(same run: the policy leaves 1 replica at the defaults)"] for n, s in scaling.items()])]
+                             "(same run: the policy leaves 1 replica at the defaults)"] for n, s in scaling.items()]),
+              f"How close to the machine: this host's own float32 GFLOP/s, measured in this run with oneDNN on "
+              f"(matmul {ceiling['matmul_gflops']:.0f}, 3x3 conv {ceiling['conv3x3_gflops']:.0f}), against "
+              "single-replica ResNet50 fit() (24.6 GFLOP per trained 224 px image, scaled by pixel area):",
+              render.table(["image size", "img/s", "ceiling img/s", "fraction of ceiling"],
+                           [[f"{px} px", f"{c['images_per_second']:.1f}", f"{c['ceiling_images_per_second']:.0f}",
+                             f"{c['fraction_of_ceiling']:.2f}"] for px, c in close.items()])]
         if repro:
             md += [f"`make reproduce` in a fresh clone of {repro['commit'][:12]}: {repro['seconds']:.0f} s; "
                    "seconds per DVC stage:",

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, cli_env
 
 
@@ -48,14 +50,16 @@ def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_pat
         (32, None, 8, 1)
     assert [(v.name, v.replicas) for v in base.declared_variants()] == [("single_fit", 1), ("single_custom", 1),
                                                               ("r2_fit", 2), ("r4_fit", 4)]
-    knobs = {"tensors": ("tensors", "per_replica", "epoch", False),
-             "tfdefault": ("files", "tf_default", "epoch", False),
-             "step": ("files", "per_replica", "step", False),
-             "steptimed": ("files", "per_replica", "step", True)}
+    knobs = {"tensors": ("tensors", "per_replica", "epoch", False, 32),
+             "tfdefault": ("files", "tf_default", "epoch", False, 32),
+             "step": ("files", "per_replica", "step", False, 32),
+             "steptimed": ("files", "per_replica", "step", True, 32),
+             "px64": ("files", "per_replica", "epoch", False, 64)}
     for name, want in knobs.items():
         p = load_params(work / f"params-{name}.yaml")
-        assert (p.data.pipeline, p.train.thread_policy, p.train.custom_graph, p.train.step_timing) == want, name
-        assert p.data.image_size == 32 and [v.name for v in p.declared_variants()] == [v.name for v in base.declared_variants()]
+        assert (p.data.pipeline, p.train.thread_policy, p.train.custom_graph, p.train.step_timing,
+                p.data.image_size) == want, name
+        assert [v.name for v in p.declared_variants()] == [v.name for v in base.declared_variants()]
 
 
 def test_keep_outputs_copies_the_pipeline_outputs_and_replaces_old_ones(tmp_path):
@@ -102,12 +106,15 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
             base = 7.0
         if params == "params-tensors.yaml":
             base = 5.0
+        if params == "params-px64.yaml":
+            base = 19.2  # 384 / 19.2 = 20 img/s
         return {"timed_seconds": base, "call_seconds": base + 0.5, "wall_seconds": base + 50.0,
                 "stage_seconds": base + 49.0, "warmup_seconds": 30.0, "images_per_second": 384 / base,
                 "harness_ratio": 1.01 if "steptimed" in params else None, "rss_mib": 1500}
 
     monkeypatch.setattr(bench, "blog", blog)
     monkeypatch.setattr(bench, "ours", ours)
+    monkeypatch.setattr(bench, "machine_ceiling", lambda work: {"matmul_gflops": 200.0, "conv3x3_gflops": 246.0})
     monkeypatch.setattr(sys, "argv", ["run.py", "--no-reproduce", "--keep-reproduce", str(tmp_path / "k")])
     assert bench.main() == 0
     out = json.loads((tmp_path / "reports" / "bench.json").read_text())
@@ -125,4 +132,24 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
     assert "| ours/blog seconds, fit | 0.591 | <= 0.9 | yes |" in md
     assert "| real/tensors epoch time (input ceiling) | 1.200 | <= 1.05 | NO |" in md
     assert "| blog_fit | 11.00 [10.00, 12.00] |" in md
+    # 246 GFLOP/s over 24.6 GFLOP x (px/224)^2 per image: 490 img/s at 32 px, 122.5 at 64 px
+    assert out["closeness"]["32"]["ceiling_images_per_second"] == pytest.approx(246 / (24.6 * (32 / 224) ** 2))
+    assert out["closeness"]["32"]["fraction_of_ceiling"] == pytest.approx(64.0 / 490.0)
+    assert out["closeness"]["64"]["fraction_of_ceiling"] == pytest.approx(20.0 / 122.5)
+    assert "| 64 px | 20.0 | 122 | 0.16 |" in md
     assert md in capsys.readouterr().out
+
+
+def test_machine_ceiling_measures_real_kernels():
+    """benchmarks/ceiling.py runs real TensorFlow kernels (small shapes here) and prints positive
+    GFLOP/s for both; the ResNet50 ceiling scales with pixel area."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from ceiling import images_per_second_ceiling
+
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[1] / "benchmarks" / "ceiling.py"),
+                           "--seconds", "0.2", "--small"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["matmul_gflops"] > 0.1 and out["conv3x3_gflops"] > 0.1 and out["onednn"] == "1"
+    assert images_per_second_ceiling(24.6, 224) == pytest.approx(1.0)
+    assert images_per_second_ceiling(246.0, 32) == pytest.approx(10 * 49)
