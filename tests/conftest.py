@@ -21,12 +21,12 @@ TINY_COUNTS = {"daisy": 6, "dandelion": 6, "roses": 6, "sunflowers": 6, "tulips"
 
 
 def tiny_params(**overrides) -> dict:
-    """Params for seconds-long runs: 32 px, 30 images, the tiny model, 1 warm-up + 1 epoch."""
+    """Params for seconds-long runs: 32 px, 30 images, the tiny model, 1 warm-up + 1 epoch, 1 repeat."""
     p = {
         "seed": 123,
         "data": {"source": "synthetic", "image_size": 32, "max_images": 30, "standin_px": 32},
         "model": {"arch": "tiny"},
-        "train": {"batch_size_per_replica": 4, "warmup_epochs": 1, "epochs": 1, "verbose": "quiet"},
+        "train": {"batch_size_per_replica": 4, "warmup_epochs": 1, "epochs": 1, "repeats": 1, "verbose": "quiet"},
         "variants": {"single_fit": {"loop": "fit", "replicas": 1},
                      "mirrored_fit": {"loop": "fit", "replicas": 2},
                      "single_custom": {"loop": "custom", "replicas": 1},

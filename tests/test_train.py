@@ -68,7 +68,7 @@ def test_repeats_and_strong_scaling(workdir):
 
 @pytest.mark.parametrize("knob", [{"data.pipeline": "tensors"}, {"train.mixed_precision": True},
                                   {"train.jit_compile": True}, {"train.steps_per_execution": 3},
-                                  {"train.thread_policy": "tf_default"}, {"train.custom_graph": "step"}])
+                                  {"train.thread_policy": "tf_default"}, {"train.custom_graph": "epoch"}])
 def test_knobs_run_on_cpu_at_tiny_size(workdir, knob):
     # XLA and steps_per_execution run on one replica; on emulated replicas they are refused (below).
     variant = "single_fit" if ("train.jit_compile" in knob or "train.steps_per_execution" in knob) else "mirrored_fit"

@@ -129,6 +129,10 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
 
     steps = known_steps(dataset)
     data = dataset.repeat() if steps else dataset
+    if strategy.num_replicas_in_sync > 1:
+        # Distributed once for every fit() call (Keras would redo it at each call, inside the
+        # blog's whole-call window); Keras takes a DistributedDataset as it is.
+        data = strategy.experimental_distribute_dataset(data)
 
     def fit(timer: EpochTimer, epochs: int) -> None:
         model.fit(data, epochs=epochs, steps_per_epoch=steps, verbose=cfg.keras_verbose, callbacks=[timer],
