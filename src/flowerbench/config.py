@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 # ResNet50 with include_top=True refuses inputs smaller than 32x32.
 MIN_IMAGE_SIZE = 32
@@ -166,6 +166,46 @@ class Params(_Section):
             if not re.match(VARIANT_NAME, name):
                 raise ValueError(f"{name!r} is not a valid variant name (must match {VARIANT_NAME})")
         return v
+
+    @model_validator(mode="after")
+    def _meaningful(self) -> "Params":
+        """Values that are well typed but cannot do what their key is for (each message starts
+        with its dotted key)."""
+        from urllib.parse import urlsplit
+
+        url = urlsplit(self.data.url)
+        if url.scheme not in ("http", "https") or not url.netloc:
+            raise ValueError(f"data.url: must be an http(s) URL with a host, got {self.data.url!r}")
+        for key, values in (("sweep.replicas", self.sweep.replicas), ("sweep.loops", self.sweep.loops)):
+            twice = sorted({v for v in values if values.count(v) > 1})
+            if twice:
+                raise ValueError(f"{key}: {twice[0]!r} is listed twice (it would run the same variant twice)")
+        seen: dict[str, str] = {}
+        declared = len(self.variants)
+        for i, v in enumerate(self.all_variants()):
+            origin = "variants" if i < declared else "multiworker" if v.workers else "sweep"
+            if v.name in seen:
+                raise ValueError(f"{origin}: expands to variant {v.name!r}, which {seen[v.name]} already "
+                                 f"declares; rename one of them")
+            seen[v.name] = origin
+        names = list(seen)
+        if self.report.baseline not in seen:
+            raise ValueError(f"report.baseline: {self.report.baseline!r} names no variant (have: {', '.join(names)})")
+        if self.pipeline_of(self.variant(self.report.baseline)) != "files":
+            raise ValueError(f"report.baseline: {self.report.baseline!r} feeds in-memory tensors (an input "
+                             f"ceiling), not the data; pick a variant with pipeline: files")
+        blog = self.report.blog_seconds
+        if "single_fit" not in blog:
+            raise ValueError("report.blog_seconds: must keep single_fit, the blog's baseline (its reductions are "
+                             "against it)")
+        extra = sorted(set(self.report.blog_claimed_reduction_pct) - set(blog))
+        if extra:
+            raise ValueError(f"report.blog_claimed_reduction_pct: {extra[0]!r} has no time in report.blog_seconds")
+        if self.multiworker.workers and self.multiworker.join_timeout_s >= self.multiworker.deadline_s:
+            raise ValueError(f"multiworker.join_timeout_s: {self.multiworker.join_timeout_s:g} s is not shorter "
+                             f"than multiworker.deadline_s ({self.multiworker.deadline_s:g} s): the deadline "
+                             f"would fire before a worker that never joins is reported")
+        return self
 
     def declared_variants(self) -> list[Variant]:
         return [Variant(name=name, **spec.model_dump()) for name, spec in self.variants.items()]

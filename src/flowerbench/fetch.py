@@ -176,14 +176,17 @@ def verify_archive(path: Path, sha256: str, size_bytes: Optional[int], label: st
     return sha256
 
 
-def probe(url: str, timeout_s: float) -> bool:
-    """Does the URL answer a HEAD request within `timeout_s`?"""
+def probe(url: str, timeout_s: float) -> Optional[int]:
+    """HEAD the URL: its HTTP status, or None when nothing answered within `timeout_s` (no route,
+    no DNS, refused, timed out: the network, not the URL, is what is missing)."""
     try:
         req = urllib.request.Request(url, method="HEAD", headers={"User-Agent": "flowerbench"})
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            return resp.status < 400
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError):
-        return False
+        return None
 
 
 # --------------------------------------------------------------------------- extraction
@@ -312,8 +315,16 @@ def choose_source(params: Params, override: Optional[str] = None) -> tuple[str, 
         return source, f"data.source={source}"
     if Path(d.archive_path).is_file():
         return "archive", f"found {d.archive_path}"
-    if probe(d.url, d.probe_timeout_s):
+    status = probe(d.url, d.probe_timeout_s)
+    if status is not None and status < 400:
         return "download", f"{d.url} answered within {d.probe_timeout_s:g}s"
+    if status is not None:
+        # A server answered, so the network is there and the URL is wrong: the stand-in exists for
+        # hosts without a network, never to cover a mistyped setting.
+        why = ("so the URL is wrong" if status < 500 else
+               "so the server failed; try again later, or set data.source=synthetic to use the stand-in")
+        raise FetchError(f"data.url: {d.url} answered HTTP {status}: the network is up, {why} "
+                         f"(data.source=auto falls back to the stand-in only when nothing answers)")
     return "synthetic", f"no {d.archive_path} and {d.url} unreachable within {d.probe_timeout_s:g}s"
 
 

@@ -213,3 +213,18 @@ def test_unreadable_file_is_quarantined(tmp_path):
         pytest.skip("running as root: file permissions do not stop reads")
     counts, bad, _ = fetch.validate_images(root, tmp_path / "q")
     assert bad == [{"path": "a/locked.jpg", "reason": "permission denied"}] and counts == {"a": 1, "b": 1}
+
+
+@pytest.mark.parametrize("status,why", [(404, "so the URL is wrong"), (503, "so the server failed")])
+def test_auto_never_covers_a_wrong_url_with_the_standin(workdir, good_archive, status, why):
+    """data.source=auto falls back to the stand-in only when nothing answers (no network). A server
+    that answers with an HTTP error means the setting is wrong (or the server is down): one line
+    naming data.url, and the data already there is left as it was."""
+    body, sha = good_archive
+    before = tree_snapshot(workdir / "data")
+    with serve(Behaviour(body, mode="status", status=status)) as url:
+        _download_params(workdir, url, body, sha, **{"data.source": "auto", "data.probe_timeout_s": 2})
+        proc = _fetch(workdir)
+    line = assert_clean_failure(proc, 1, f"data.url: {url} answered HTTP {status}: the network is up, {why}",
+                                before, (workdir / "data",))
+    assert "falls back to the stand-in only when nothing answers" in line

@@ -29,6 +29,25 @@ CASES = {
                           "replicas: 1}, ...}"),
     "bad_source": ({"data.source": "ftp"}, "data.source: must be one of"),
     "bad_sha": ({"data.sha256": "abc"}, "data.sha256: must be 64 hex digits"),
+    # well typed, but cannot do what the key is for
+    "baseline_names_no_variant": ({"report.baseline": "singel_fit"},
+                                  "report.baseline: 'singel_fit' names no variant (have: single_fit, mirrored_fit, "
+                                  "single_custom, mirrored_custom, multiworker_custom)"),
+    "baseline_is_an_input_ceiling": ({"variants": {"single_fit": {"loop": "fit", "replicas": 1, "pipeline": "tensors"}}},
+                                     "report.baseline: 'single_fit' feeds in-memory tensors (an input ceiling)"),
+    "sweep_point_twice": ({"sweep": {"replicas": [2, 2], "loops": ["fit"]}},
+                          "sweep.replicas: 2 is listed twice (it would run the same variant twice)"),
+    "sweep_shadows_a_variant": ({"variants": {"single_fit": {"loop": "fit", "replicas": 1},
+                                              "sweep_r2_fit": {"loop": "fit", "replicas": 4}},
+                                 "sweep": {"replicas": [2], "loops": ["fit"]}},
+                                "sweep: expands to variant 'sweep_r2_fit', which variants already declares"),
+    "url_without_scheme": ({"data.url": "flower_photos.tgz"},
+                           "data.url: must be an http(s) URL with a host, got 'flower_photos.tgz'"),
+    "join_timeout_past_deadline": ({"multiworker.join_timeout_s": 200.0},
+                                   "multiworker.join_timeout_s: 200 s is not shorter than multiworker.deadline_s "
+                                   "(120 s)"),
+    "blog_baseline_dropped": ({"report.blog_seconds": {"mirrored_fit": 41.66}},
+                              "report.blog_seconds: must keep single_fit, the blog's baseline"),
 }
 
 
