@@ -17,6 +17,7 @@ export DVC_SITE_CACHE_DIR := $(abspath .dvc/tmp/site-cache)
 export MPLCONFIGDIR := $(abspath $(VENV))/matplotlib
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+GPU_CHECK_ARGS ?=
 
 .PHONY: help
 ## help: list the targets
@@ -36,17 +37,21 @@ CHECK_PYTHON = @$(PYTHON) -c 'import sys; need = tuple(map(int, "$(MIN_PYTHON)".
   sys.exit(0 if sys.version_info[:2] >= need else "flowerbench: error: Python >= $(MIN_PYTHON) is needed \
   (requirements.lock pins numpy 2.4), but $(PYTHON) is " + sys.version.split()[0] + "; run make PYTHON=python$(MIN_PYTHON) ...")'
 
-$(STAMP): requirements.lock pyproject.toml
+# GPU=1: TensorFlow with its CUDA wheels from requirements-gpu.lock (the same pins plus nvidia-*).
+GPU ?=
+LOCK_FILE := $(if $(GPU),requirements-gpu.lock,requirements.lock)
+
+$(STAMP): $(LOCK_FILE) pyproject.toml
 	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet pip==$(PIP_VERSION)
-	$(PIP) install --quiet -r requirements.lock
+	$(PIP) install --quiet -r $(LOCK_FILE)
 	$(PIP) install --quiet --no-deps -e .
-	@echo "flowerbench: $(VENV) ready ($$($(PY) --version), pip $(PIP_VERSION))" > $@
+	@echo "flowerbench: $(VENV) ready ($$($(PY) --version), pip $(PIP_VERSION), $(LOCK_FILE))" > $@
 	@cat $@
 
 .PHONY: venv
-## venv: create .venv from requirements.lock (every other target does this itself)
+## venv: create .venv from requirements.lock (every other target does this itself); GPU=1: from requirements-gpu.lock
 venv: $(STAMP)
 
 # requirements.lock is generated, never edited: pip-compile (pip-tools, in a venv of its own)
@@ -64,6 +69,17 @@ lock:
 	$(LOCK_VENV)/bin/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
 	  --extra test --output-file requirements.lock $(LOCK_ARGS) pyproject.toml
 	@echo "requirements.lock: $$(grep -c '==' requirements.lock) pins; the next make target rebuilds .venv from it"
+
+.PHONY: lock-gpu
+## lock-gpu: regenerate requirements-gpu.lock (tensorflow[and-cuda]) with pip-compile, constrained to requirements.lock
+lock-gpu:
+	$(CHECK_PYTHON)
+	test -x $(LOCK_VENV)/bin/pip-compile || { $(PYTHON) -m venv $(LOCK_VENV) && \
+	  $(LOCK_VENV)/bin/python -m pip --disable-pip-version-check --no-cache-dir install --quiet \
+	    pip==$(PIP_VERSION) pip-tools==$(PIP_TOOLS_VERSION); }
+	$(LOCK_VENV)/bin/pip-compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --extra test --extra gpu --constraint requirements.lock --output-file requirements-gpu.lock $(LOCK_ARGS) pyproject.toml
+	@echo "requirements-gpu.lock: $$(grep -c '==' requirements-gpu.lock) pins; install with make venv GPU=1 (on a GPU host)"
 
 .PHONY: reproduce
 ## reproduce: run the whole pipeline with params.yaml (fetch, train variants, sweep, multi-worker, report)
@@ -89,6 +105,11 @@ test: $(STAMP)
 ## test-all: every test, including the slow ones (ResNet50 end to end)
 test-all: $(STAMP)
 	$(PY) -m pytest -q -m "" $(PYTEST_ARGS)
+
+.PHONY: gpu-check
+## gpu-check: the blog's settings on one GPU (1 GPU + 4 logical GPUs, fit/custom, mixed precision) in <= 8 min -> reports/reference/gpu-<model>/ (needs make venv GPU=1)
+gpu-check: $(STAMP)
+	$(PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
 .PHONY: bench
 ## bench: vs the blog's own code, the input ceiling, overheads, make reproduce in a clone -> reports/bench.md (40-50 min on 2 cores; BENCH_ARGS=--no-reproduce)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from tests.conftest import run_cli, tiny_params, write_params
 
@@ -78,3 +79,37 @@ def test_multiworker_off_drops_its_variant(workdir):
     assert "multiworker_custom" not in [v.name for v in load_params(workdir / "params.yaml").all_variants()]
     proc = run_cli("launch", cwd=workdir, timeout=60)
     assert proc.returncode == 2 and "multiworker.workers: 0 turns the multi-worker job off" in proc.stderr
+
+
+def test_each_worker_gets_its_own_gpu_and_its_task(monkeypatch):
+    """The launcher pins worker i to GPU i (CUDA_VISIBLE_DEVICES), keeps a user's own GPU list,
+    refuses fewer GPUs than workers, and leaves CPU hosts alone: checked by environment, no GPU needed."""
+    from flowerbench.multiworker import JobError, worker_env
+
+    addrs = ["127.0.0.1:1111", "127.0.0.1:2222"]
+    envs = [worker_env(i, addrs, ["0", "1", "2"], base={}) for i in range(2)]
+    assert [e["CUDA_VISIBLE_DEVICES"] for e in envs] == ["0", "1"]
+    assert [json.loads(e["TF_CONFIG"])["task"] for e in envs] == [{"type": "worker", "index": 0},
+                                                                  {"type": "worker", "index": 1}]
+    assert json.loads(envs[1]["TF_CONFIG"])["cluster"]["worker"] == addrs
+    assert "CUDA_VISIBLE_DEVICES" not in worker_env(0, addrs, [], base={})
+    with pytest.raises(JobError, match=r"2 workers need one GPU each, but this host shows 1 \(3\)"):
+        worker_env(0, addrs, ["3"], base={})
+
+
+def test_visible_gpus_reads_cuda_visible_devices_then_nvidia_smi(monkeypatch, tmp_path):
+    from flowerbench.devices import visible_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert visible_gpus() == ["2", "3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpus() == []
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    # A stand-in for the driver's tool (this host has none): two GPUs listed.
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 'GPU 0: Tesla V100-SXM2-16GB (UUID: GPU-a)'\necho 'GPU 1: Tesla V100-SXM2-16GB (UUID: GPU-b)'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert visible_gpus() == ["0", "1"]
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert visible_gpus() == []

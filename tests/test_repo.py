@@ -143,3 +143,53 @@ def test_reproduce_blog_stops_before_any_work_without_four_gpus(tmp_path):
     assert list(tmp_path.iterdir()) == []  # nothing was written
     ok = run_cli("preflight", "--params", str(REPO / "params.yaml"), cwd=tmp_path, timeout=120)
     assert ok.returncode == 0 and "the variants need up to 4 replica(s)" in ok.stderr
+
+
+def _pins(path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        if "==" in line and not line.lstrip().startswith("#"):
+            name, version = line.split(";")[0].strip().split("==")
+            pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def test_gpu_lock_is_the_cpu_lock_plus_cuda_wheels():
+    """requirements-gpu.lock (make lock-gpu, pip-compile constrained to requirements.lock) pins every
+    shared package at the CPU lock's version and adds only TensorFlow's CUDA wheels."""
+    cpu, gpu = _pins(REPO / "requirements.lock"), _pins(REPO / "requirements-gpu.lock")
+    differ = {n: (cpu[n], gpu[n]) for n in cpu.keys() & gpu.keys() if cpu[n] != gpu[n]}
+    assert differ == {}
+    assert set(cpu) <= set(gpu)
+    added = set(gpu) - set(cpu)
+    assert added and all(n.startswith("nvidia-") for n in added), sorted(added)
+    assert {"nvidia-cudnn-cu12", "nvidia-nccl-cu12", "nvidia-cublas-cu12", "nvidia-cuda-runtime-cu12"} <= added
+    assert gpu["tensorflow"] == cpu["tensorflow"] == "2.21.0"
+    assert not any(n.startswith("nvidia-") for n in cpu)
+
+
+def test_gpu_check_refuses_at_once_without_a_gpu(tmp_path):
+    """On a host without a GPU `make gpu-check` stops in one line before TensorFlow is imported;
+    the params it would run with are valid params (checked here, since no GPU runs them)."""
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env["PATH"] = "/usr/bin:/bin"  # no nvidia-smi on this host, and none planted
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py")], capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert proc.returncode == 2, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert lines == ["flowerbench gpu-check: error: no NVIDIA GPU visible on this host (nvidia-smi lists none, or "
+                     "CUDA_VISIBLE_DEVICES hides them); this check needs one GPU and `make venv GPU=1`. No GPU run "
+                     "was made."]
+    assert "tensorflow" not in proc.stderr.lower()  # refused before TensorFlow (0.2 s here)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import gpu_check
+    from flowerbench.config import validate
+
+    for mp in (False, True):
+        names = [n for n, (_, _, m) in gpu_check.RUNS.items() if m == mp]
+        p = validate(gpu_check.params_for(1280, mp, {n: {"loop": gpu_check.RUNS[n][0], "replicas": gpu_check.RUNS[n][1]}
+                                                     for n in names}))
+        assert (p.data.image_size, p.train.batch_size_per_replica, p.train.mixed_precision) == (224, 64, mp)
+        assert [v.name for v in p.all_variants()] == names

@@ -116,6 +116,19 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def visible_gpus() -> list[str]:
+    """The GPU ids this process may use, without importing TensorFlow: CUDA_VISIBLE_DEVICES when
+    set (an empty value hides every GPU), else one per line of `nvidia-smi -L`; [] without a driver."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is not None:
+        return [g.strip() for g in given.split(",") if g.strip() and g.strip() != "-1"]
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+
+
 def _gpu_memory_mb() -> Optional[int]:
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
@@ -195,7 +208,12 @@ def make_strategy(plan: DevicePlan):
 
     if plan.replicas == 1:
         return tf.distribute.get_strategy()  # as the blog: TF places everything on the first device
-    # On CPU devices MirroredStrategy picks collective all-reduce (NCCL needs GPUs).
+    if plan.device_kind == "logical_gpu":
+        # Logical GPUs of one chip: NCCL refuses several ranks on one physical GPU, so the
+        # all-reduce copies through one device tree instead (recorded as cross_device_ops).
+        return tf.distribute.MirroredStrategy(devices=plan.devices,
+                                              cross_device_ops=tf.distribute.HierarchicalCopyAllReduce())
+    # Real GPUs: NCCL (MirroredStrategy's default); CPU devices: collective all-reduce (ring).
     return tf.distribute.MirroredStrategy(devices=plan.devices)
 
 

@@ -38,6 +38,7 @@ from typing import Optional
 
 from . import paths
 from .config import MULTIWORKER_VARIANT as VARIANT, Params, ParamsError
+from .devices import visible_gpus
 from .io import check_writable, write_json
 from .log import get_logger, setup as setup_logging
 
@@ -132,10 +133,11 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     intra, inter = apply_thread_budget(params.train.thread_policy, len(workers))
     gpus = tf.config.list_physical_devices("GPU")
     watchdog = start_watchdog(workers, index, params.multiworker.join_timeout_s)
-    # AUTO: NCCL between GPUs, ring on CPUs.  The timeout guards the collective set-up.
+    # AUTO: NCCL between GPUs, ring on CPUs.  No collective timeout: the watchdog guards the join
+    # (set-up) only, and a timeout here would also cut every all-reduce inside the timed window;
+    # a worker that dies later is caught by the launcher (or the scheduler's own job deadline).
     options = tf.distribute.experimental.CommunicationOptions(
-        implementation=tf.distribute.experimental.CommunicationImplementation.AUTO,
-        timeout_seconds=params.multiworker.join_timeout_s)
+        implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     local = _local(workers)
     kind = ("local_" if local else "") + ("gpu_workers" if gpus else "cpu_workers")
@@ -209,6 +211,20 @@ def _kill_all(procs: list[subprocess.Popen]) -> None:
             pass
 
 
+def worker_env(index: int, addresses: list[str], gpus: list[str], base: Optional[dict] = None) -> dict:
+    """Worker `index`'s environment: its TF_CONFIG and, on a host with a GPU per worker, its own GPU
+    (CUDA_VISIBLE_DEVICES, so every worker sees exactly one, as on separate hosts).  Fewer GPUs
+    than workers is refused (they would share or fight over one); no GPU: CPU workers."""
+    env = dict(os.environ if base is None else base)
+    env["TF_CONFIG"] = json.dumps({"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}})
+    if gpus:
+        if len(gpus) < len(addresses):
+            raise JobError(f"{len(addresses)} workers need one GPU each, but this host shows {len(gpus)} "
+                           f"({', '.join(gpus)}); set multiworker.workers <= {len(gpus)}")
+        env["CUDA_VISIBLE_DEVICES"] = gpus[index]
+    return env
+
+
 def launch_main(params: Params, workers: Optional[int] = None, params_path: str = "params.yaml",
                 extra_worker_args: Optional[list[str]] = None, results_dir: Path = paths.RESULTS) -> int:
     n = params.multiworker.workers if workers is None else workers
@@ -229,9 +245,9 @@ def launch_main(params: Params, workers: Optional[int] = None, params_path: str 
     procs: list[subprocess.Popen] = []
     start = time.monotonic()
     try:
+        gpus = visible_gpus()
         for i in range(n):
-            env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": {"worker": addresses},
-                                                         "task": {"type": "worker", "index": i}}))
+            env = worker_env(i, addresses, gpus)
             cmd = [sys.executable, "-m", "flowerbench", "worker", "--params", params_path, "--variant", VARIANT,
                    "--out", str(tmp_out), *(extra_worker_args or [])]
             # Own process group: a SIGKILL to the group takes the worker and anything it forked.
