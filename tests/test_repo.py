@@ -16,12 +16,12 @@ from tests.conftest import REPO
 def test_make_alone_prints_help():
     out = subprocess.run(["make", "--no-print-directory"], cwd=REPO, capture_output=True, text=True, timeout=60).stdout
     targets = [l.split()[0] for l in out.splitlines() if l.strip()]
-    for t in ("help", "reproduce", "reproduce-blog", "test", "test-all", "bench", "clean"):
+    for t in ("help", "reproduce", "reproduce-blog", "test", "test-all", "bench", "gpu-check", "lock-gpu", "clean"):
         assert t in targets
     text = (REPO / "Makefile").read_text()
     for line in ("SHELL := bash", ".SHELLFLAGS := -eu -o pipefail -c", ".DELETE_ON_ERROR:",
                  "MAKEFLAGS += --warn-undefined-variables --no-builtin-rules", ".DEFAULT_GOAL := help",
-                 "$(STAMP): requirements.lock pyproject.toml"):
+                 "$(STAMP): $(LOCK_FILE) pyproject.toml", "LOCK_FILE := $(if $(GPU),requirements-gpu.lock,requirements.lock)"):
         assert line in text
 
 
