@@ -65,3 +65,21 @@ def test_code_state_covers_every_result_not_only_the_first():
                                           "(src/flowerbench/loops.py): mirrored_fit")
     other = Result.model_validate({**clean.as_dict(), "git_commit": "def"})
     assert code_state([clean, other]).startswith("git commits abc, def (MIXED)")
+
+
+def test_blog_model_arithmetic():
+    """The model of the blog's 4-GPU run, on the default inputs: compute 110.58 / 4, 15 steps x 10
+    epochs, PCIe 18.9 ms and NVLink 3.8 ms per step, a sequential decoder at 780 img/s."""
+    from flowerbench.config import Params
+
+    p = Params().report
+    m = M.blog_model(p.blog_seconds, p.scaling_model)
+    rows = {r["bound"]: r for r in m["rows"]}
+    assert m["steps"] == 150 and m["compute_seconds"] == pytest.approx(27.645)
+    assert rows["compute + all-reduce (pcie)"]["predicted_seconds"] == pytest.approx(27.645 + 150 * 0.0189)
+    assert rows["compute + all-reduce (nvlink)"]["efficiency"] == pytest.approx(110.58 / (4 * (27.645 + 150 * 0.0038)))
+    assert rows["input: blog-era pipeline on 1 core(s)"]["predicted_seconds"] == pytest.approx(36700 / 780)
+    assert m["ring_mb_per_step"] == pytest.approx(1.5 * 94.4)
+    assert m["blog_implied_images_per_second"] == pytest.approx({"mirrored_fit": 36700 / 41.66,
+                                                                 "mirrored_custom": 36700 / 35.88})
+    assert m["cores_needed"]["blog"] == pytest.approx(36700 / (27.645 + 150 * 0.0038) / 780)

@@ -125,6 +125,20 @@ class MultiworkerParams(_Section):
     join_timeout_s: float = Field(120.0, gt=0, le=3600)
 
 
+class ScalingModelParams(_Section):
+    """Inputs of the report's model of the blog's 4-GPU run (docs/performance.md, "The blog explained")."""
+    gpus: int = Field(4, ge=2, le=64)
+    parameters: float = Field(23.6e6, gt=0)        # ResNet50 with the 5-class head, fp32 (results record it)
+    # Ring all-reduce of those gradients per step, seconds: PCIe from Baidu DeepBench (67 MB in
+    # 13.4 ms, scaled to 94.4 MB), NVLink-class assumed 5x faster ("a few ms").
+    allreduce_seconds_per_step: dict[str, float] = Field(
+        default_factory=lambda: {"pcie": 0.0189, "nvlink": 0.0038})
+    # Decode + resize to 224 px, img/s per core, measured here (benchmarks/input_pipeline.py).
+    input_images_per_second_per_core: dict[str, float] = Field(
+        default_factory=lambda: {"blog": 780.0, "ours": 630.0})
+    blog_input_cores: int = Field(1, ge=1, le=256)  # the blog-era pipeline's map is sequential
+
+
 class ReportParams(_Section):
     baseline: str = "single_fit"
     figure_dpi: int = Field(110, ge=50, le=400)
@@ -135,6 +149,7 @@ class ReportParams(_Section):
     blog_claimed_reduction_pct: dict[str, float] = Field(
         default_factory=lambda: {"mirrored_fit": 61.0, "mirrored_custom": 67.9}
     )
+    scaling_model: ScalingModelParams = Field(default_factory=ScalingModelParams)
 
 
 class Params(_Section):

@@ -92,6 +92,38 @@ def blog_audit(blog_seconds: dict[str, float], claimed_pct: dict[str, float]) ->
     return rows
 
 
+def blog_model(blog_seconds: dict[str, float], m) -> dict:
+    """Why the blog's 4 GPUs reached 0.66 / 0.77 efficiency: predicted 4-GPU times per bound.
+
+    Weak scaling, as the blog: each GPU does 1/N of every epoch at a fixed per-GPU batch, so
+    compute = single-GPU time / N; each step adds one ring all-reduce of the fp32 gradients
+    (2(N-1)/N of them move per GPU); the input pipeline must decode every image of every epoch.
+    Epoch time ~ max(input time, compute / N + steps x all-reduce time).  `m`: ScalingModelParams."""
+    import math
+
+    s = BLOG_SETTINGS
+    t1 = blog_seconds[BLOG_BASELINE]
+    work = s["images_per_epoch"] * s["epochs"]
+    steps = math.ceil(s["images_per_epoch"] / (s["batch_size_per_replica"] * m.gpus)) * s["epochs"]
+    compute = t1 / m.gpus
+    gradient_mb = m.parameters * 4 / 1e6
+    bounds = {f"compute + all-reduce ({link})": compute + steps * t for link, t in m.allreduce_seconds_per_step.items()}
+    per_core = m.input_images_per_second_per_core
+    bounds[f"input: blog-era pipeline on {m.blog_input_cores} core(s)"] = work / (per_core["blog"] * m.blog_input_cores)
+    rows = [{"bound": k, "predicted_seconds": v, "efficiency": t1 / (v * m.gpus)} for k, v in bounds.items()]
+    compute_rows = [r for r in rows if r["bound"].startswith("compute")]
+    fastest_compute = min(r["predicted_seconds"] for r in compute_rows)
+    blog_4 = {k: v for k, v in blog_seconds.items() if BLOG_REPLICAS.get(k, 1) == m.gpus}
+    return {"rows": rows, "steps": steps, "compute_seconds": compute, "gradient_mb": gradient_mb,
+            "ring_mb_per_step": 2 * (m.gpus - 1) / m.gpus * gradient_mb,
+            "images": work, "single_gpu_images_per_second": work / t1,
+            "needed_images_per_second": work / fastest_compute,
+            "cores_needed": {k: work / fastest_compute / v for k, v in per_core.items()},
+            "blog_implied_images_per_second": {k: work / v for k, v in blog_4.items()},
+            "input_seconds": bounds[f"input: blog-era pipeline on {m.blog_input_cores} core(s)"],
+            "fastest_compute_seconds": fastest_compute}
+
+
 def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
     """Per variant: timed seconds, img/s, speedup and reduction vs `baseline` and vs the
     single-replica run of the same loop and input, and scaling efficiency (speedup / replicas).

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import metrics as M, paths, provenance, render
 from .prose import (ATTRIBUTION, banners, code_state, conclusion, confounders, findings, fmt as _fmt,
-                    run_kind_label, seconds_cell, speedup_cell, versus, versus_same_loop)
+                    run_kind_label, seconds_cell, speedup_cell, versus, versus_same_loop, blog_model_text)
 from .config import Params
 from .figures import figures
 from .io import atomic_write, write_dir, write_json
@@ -124,6 +124,19 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
          f"{r0.warmup_epochs} + {r0.epochs} (x {r0.repeats} repeat(s))"],
         ["hardware", s_["hardware"], run_kind_label(results)],
         ["replicas", "1 and 4", ", ".join(str(n) for n in sorted({r.replicas for r in results}))]]))
+    sm = params.report.scaling_model
+    model = M.blog_model(params.report.blog_seconds, sm)
+    inputs, verdict = blog_model_text(model, sm, params.report.blog_seconds)
+    b += ["## The blog explained: a model of its 4-GPU run",
+          "Epoch time on N GPUs ~ max(input time, compute / N + steps x all-reduce time), weak scaling as the "
+          "blog. Inputs (report.scaling_model in params.yaml):", render.bullets(inputs),
+          render.table(["bound", "predicted 4-GPU s", "efficiency", "blog fit s", "blog custom s"],
+                       [[r["bound"], f"{r['predicted_seconds']:.1f}", f"{r['efficiency']:.2f}",
+                         params.report.blog_seconds.get("mirrored_fit", "n/a"),
+                         params.report.blog_seconds.get("mirrored_custom", "n/a")] for r in model["rows"]]),
+          " ".join(verdict),
+          "No GPU run has been made by this project; when one exists (make gpu-check), its times belong beside "
+          "these predictions."]
     b += ["## Conclusion", *conclusion(results, metrics, audit)]
     b.append("## Figures")
     b += [render.figure(name, caption) for name, (_, caption) in figs.items()]
