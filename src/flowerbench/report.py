@@ -167,6 +167,15 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
         warnings.append(f"results from different param sets: {', '.join(mixed)} differ from "
                         f"{results[0].variant} in {'/'.join(M.COMPARABLE)}; their timings are not comparable")
         log(f"warning: {warnings[-1]}")
+    for what, key in (("git commits", "git_commit"), ("data trees", "data_tree_sha256"),
+                      ("result schema", "schema_version")):
+        groups: dict = {}
+        for r in results:
+            groups.setdefault(getattr(r, key), []).append(r.variant)
+        if len(groups) > 1:
+            warnings.append(f"results from {len(groups)} different {what}: " + "; ".join(
+                f"{str(k)[:12]}: {', '.join(v)}" for k, v in groups.items()) + "; compare them with care")
+            log(f"warning: {warnings[-1]}")
     metrics = M.compute_metrics(results, params.report.baseline)
     audit = M.blog_audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
     ceiling = M.input_ceiling(results)

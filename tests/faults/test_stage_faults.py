@@ -135,6 +135,22 @@ def test_report_refuses_a_foreign_or_malformed_result(report_dir, edit, needle):
     _report_fails(report_dir, f"results/mirrored_fit.json: {needle}")
 
 
+@pytest.mark.parametrize("field,value,needle", [
+    ("git_commit", "0123456789abcdef", "results from 2 different git commits: abc: single_fit, "),
+    ("data_tree_sha256", "f" * 64, "results from 2 different data trees: "),
+])
+def test_report_labels_results_from_another_commit_or_data(report_dir, field, value, needle):
+    """A result left from another commit or another data set is never mixed in silently: the
+    report names it in a WARNING banner and in the log."""
+    _edit_result(report_dir, "mirrored_fit", lambda r: r.update({field: value}))
+    proc = run_cli("report", cwd=report_dir, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    md = (report_dir / "reports" / "report.md").read_text()
+    head = md.split("## Headline")[0]
+    assert f"WARNING: {needle}" in head and "mirrored_fit" in head.split(needle)[1].split("\n")[0]
+    assert needle in proc.stderr
+
+
 def test_report_mixed_param_sets_warns_and_names_them(report_dir):
     path = report_dir / "results" / "mirrored_fit.json"
     r = json.loads(path.read_text())
