@@ -1,7 +1,7 @@
 """The blog's timing window vs ours: is a whole timed call (the blog's `time.time()` around
 `fit()` / the epoch loop) equal to the sum of its timed epochs, at every replica count?
 
-    .venv/bin/python benchmarks/window.py [--processes 5] [--replicas 1 2 4] [--images 128]
+    .venv/bin/python benchmarks/window.py [--processes 5] [--replicas 1 2 4] [--images 256]
                                           [--out reports/window.json]
 
 Each (loop, replicas) runs as `python -m flowerbench train` in `--processes` separate processes,
@@ -42,9 +42,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--processes", type=int, default=5)
     ap.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
-    ap.add_argument("--images", type=int, default=128)
+    # defaults: params.yaml's (256 images, 32 px, 32 per replica, 2 timed epochs per call)
+    ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--image-size", type=int, default=32)
-    ap.add_argument("--batch", type=int, default=16, help="per replica")
+    ap.add_argument("--batch", type=int, default=32, help="per replica")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--out", type=Path, default=REPO / "reports" / "window.json")
     a = ap.parse_args()
