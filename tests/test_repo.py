@@ -131,6 +131,17 @@ def test_kubernetes_recipe_is_an_indexed_job():
     assert "JOB_COMPLETION_INDEX" in script and "python -m flowerbench worker" in script
     env = {e["name"]: e["value"] for e in job["template"]["spec"]["containers"][0]["env"]}
     assert int(env["WORKERS"]) == job["completions"]
+    pod = job["template"]["spec"]
+    worker = pod["containers"][0]
+    assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1  # one GPU per worker pod
+    mounts = {m["name"]: m["mountPath"] for m in worker["volumeMounts"]}
+    claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]}
+    assert mounts.keys() == claims.keys() and "--out /shared/results/" in script  # results outlive the pod
+    # the image it runs is built from the lock files, nothing else
+    docker = (REPO / "deploy" / "Dockerfile").read_text()
+    assert worker["image"] == "flowerbench:gpu" and "-t flowerbench:gpu" in docker
+    assert "ARG LOCK=requirements-gpu.lock" in docker and '-r "${LOCK}"' in docker
+    assert "COPY requirements.lock requirements-gpu.lock pyproject.toml" in docker
 
 
 def test_reproduce_blog_stops_before_any_work_without_four_gpus(tmp_path):
