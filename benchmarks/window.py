@@ -34,6 +34,7 @@ def add_variants(work: Path, replicas: list[int]) -> list[str]:
     # the custom loop as `make reproduce` runs it (the bench's workdir pins the blog's epoch graph)
     params["train"]["custom_graph"] = yaml.safe_load((REPO / "params.yaml").read_text())["train"]["custom_graph"]
     params["variants"] = {f"r{n}_{loop}": {"loop": loop, "replicas": n} for loop in ("fit", "custom") for n in replicas}
+    params["report"] = {**params.get("report", {}), "baseline": f"r{replicas[0]}_fit"}
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return list(params["variants"])
 
