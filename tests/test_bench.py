@@ -153,3 +153,19 @@ def test_machine_ceiling_measures_real_kernels():
     assert out["matmul_gflops"] > 0.1 and out["conv3x3_gflops"] > 0.1 and out["onednn"] == "1"
     assert images_per_second_ceiling(24.6, 224) == pytest.approx(1.0)
     assert images_per_second_ceiling(246.0, 32) == pytest.approx(10 * 49)
+
+
+def test_window_workdir_params_are_valid_and_cover_every_replica_count(workdir, tmp_path):
+    """benchmarks/window.py's variants: fit and custom at each replica count, in valid params whose
+    custom loop is the one `make reproduce` runs."""
+    from flowerbench.config import load_params
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import window
+
+    work = _bench_module().make_workdir(tmp_path / "w", 20, 32, 8, 1, data_root=workdir)
+    names = window.add_variants(work, [1, 2, 4])
+    p = load_params(work / "params.yaml")
+    assert names == ["r1_fit", "r2_fit", "r4_fit", "r1_custom", "r2_custom", "r4_custom"]
+    assert [(v.loop, v.replicas) for v in p.declared_variants()] == [(l, n) for l in ("fit", "custom") for n in (1, 2, 4)]
+    assert p.train.custom_graph == load_params(REPO / "params.yaml").train.custom_graph
