@@ -23,6 +23,7 @@ import sys
 from typing import Callable, Optional, Sequence
 
 from .config import ParamsError, load_params
+from .testhook import checkpoint
 
 
 class Terminated(BaseException):
@@ -118,6 +119,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         params = load_params(args.params)
+        checkpoint(f"{args.command}-start")
         rc = args.func(args, params)
         return int(rc or 0)
     except ParamsError as exc:

@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .testhook import checkpoint
+
 
 class OutputError(OSError):
     """An output could not be written (one line naming the path)."""
@@ -35,6 +37,7 @@ def atomic_write(path: str | Path, data: bytes | str) -> Path:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
+        checkpoint("mid-write")
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)

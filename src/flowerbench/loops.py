@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from .testhook import checkpoint
+
 EpochHook = Callable[[str, int, int, float, float, float], None]  # phase, i, n, seconds, loss, accuracy
 
 
@@ -120,6 +122,8 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
             if self.phase == "timed":
                 res.step_seconds.extend(self.steps)
                 res.epoch_seconds.append(dt)
+                if len(res.epoch_seconds) == 1:
+                    checkpoint("after-first-epoch")
                 res.epoch_loss.append(float(logs["loss"]))
                 res.epoch_accuracy.append(float(logs["accuracy"]))
                 res.epoch_images.append(n_images)
@@ -277,6 +281,8 @@ def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg:
         for i in range(cfg.epochs):
             dt, loss, acc, n = one("timed", i + 1, cfg.epochs)
             res.epoch_seconds.append(dt)
+            if len(res.epoch_seconds) == 1:
+                checkpoint("after-first-epoch")
             res.epoch_loss.append(loss)
             res.epoch_accuracy.append(acc)
             res.epoch_images.append(n)
