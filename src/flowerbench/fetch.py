@@ -20,6 +20,7 @@ data/quarantine/ and listed in the manifest (never silently dropped).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import shutil
@@ -216,7 +217,15 @@ def safe_extract(archive: Path, into: Path) -> Path:
             # Every member is checked above; the "data" filter (Python >= 3.11.4) is a second guard.
             # Older 3.11 releases (Debian 12's 3.11.2) have no `filter` argument.
             extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
-            tar.extractall(into, members=members, **extra)
+            for m in members:
+                try:
+                    tar.extract(m, into, **extra)
+                except OSError as exc:
+                    if exc.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):
+                        raise FetchError(f"{into / m.name}: cannot write the extracted file ({exc.strerror}): "
+                                         f"the disk is full or a file size limit applies; the data already in "
+                                         f"place is unchanged") from None
+                    raise
     except (tarfile.TarError, EOFError, OSError) as exc:
         if isinstance(exc, FetchError):
             raise

@@ -228,3 +228,18 @@ def test_auto_never_covers_a_wrong_url_with_the_standin(workdir, good_archive, s
     line = assert_clean_failure(proc, 1, f"data.url: {url} answered HTTP {status}: the network is up, {why}",
                                 before, (workdir / "data",))
     assert "falls back to the stand-in only when nothing answers" in line
+
+
+def test_extracting_onto_a_full_disk_names_the_file_and_keeps_the_old_data(workdir):
+    """The archive's images are extracted onto a disk that fills up (RLIMIT_FSIZE: EFBIG, "File too
+    large"): one line naming the file, and the data already there is left exactly as it was."""
+    import resource
+
+    big = {**good_members(), "flower_photos/daisy/huge.jpg": jpeg(7) + b"\0" * 200_000}
+    before = _archive_case(workdir, big)
+    proc = run_cli("fetch", cwd=workdir, timeout=60,
+                   preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000)))
+    line = assert_clean_failure(proc, 1, "File too large", before,
+                                (workdir / "data" / "flower_photos", workdir / "data" / "quarantine"))
+    assert "huge.jpg" in line
+    assert not list((workdir / "data").glob(".fetch-*"))  # no staging left behind

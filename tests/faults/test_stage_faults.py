@@ -219,3 +219,29 @@ def test_launcher_deadline_kills_everything(workdir):
 def test_worker_without_tf_config(workdir):
     proc = run_cli("worker", cwd=workdir, timeout=60)
     assert_clean_failure(proc, 1, "TF_CONFIG is not set")
+
+
+def _file_size_limit(limit: int):
+    """A preexec_fn: no file this process writes may grow past `limit` bytes (Python ignores
+    SIGXFSZ, so the write fails with EFBIG, "File too large", as on a full disk)."""
+    import resource
+
+    def apply():
+        _as_from_a_terminal()
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    return apply
+
+
+def test_report_on_a_full_disk_names_the_file_and_keeps_the_old_report(report_dir):
+    before = tree_snapshot(report_dir / "reports")
+    proc = run_cli("report", cwd=report_dir, timeout=120, preexec_fn=_file_size_limit(30_000))
+    line = assert_clean_failure(proc, 1, "cannot write output (File too large)", before, (report_dir / "reports",))
+    assert "reports/" in line
+    assert not list((report_dir / "reports").glob(".*.tmp")) and not list((report_dir / "reports").glob(".*-*"))
+
+
+def test_train_on_a_full_disk_names_the_result_and_writes_nothing(workdir):
+    proc = run_cli("train", "--variant", "single_fit", cwd=workdir, timeout=240, preexec_fn=_file_size_limit(2_000))
+    assert_clean_failure(proc, 1, "results/single_fit.json: cannot write output (File too large)")
+    assert not (workdir / "results" / "single_fit.json").exists()
+    assert not list((workdir / "results").glob(".single_fit.json.*"))
