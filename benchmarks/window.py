@@ -47,7 +47,7 @@ def main() -> int:
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--image-size", type=int, default=32)
     ap.add_argument("--batch", type=int, default=32, help="per replica")
-    ap.add_argument("--epochs", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--out", type=Path, default=REPO / "reports" / "window.json")
     a = ap.parse_args()
     started, git = provenance.now(), provenance.git_state()

@@ -71,7 +71,7 @@ class ModelParams(_Section):
 class TrainParams(_Section):
     batch_size_per_replica: int = Field(32, ge=1, le=4096)
     warmup_epochs: int = Field(1, ge=0, le=100)
-    epochs: int = Field(2, ge=1, le=1000)
+    epochs: int = Field(3, ge=1, le=1000)
     repeats: int = Field(3, ge=1, le=20)
     optimizer: Literal["adam", "sgd"] = "adam"
     learning_rate: float = Field(0.001, gt=0, le=10)
