@@ -43,7 +43,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--processes", type=int, default=5)
     ap.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
-    # defaults: params.yaml's (256 images, 32 px, 32 per replica, 2 timed epochs per call)
+    # defaults: params.yaml's (256 images, 32 px, 32 per replica, 3 timed epochs per call)
     ap.add_argument("--images", type=int, default=256)
     ap.add_argument("--image-size", type=int, default=32)
     ap.add_argument("--batch", type=int, default=32, help="per replica")
