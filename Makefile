@@ -84,7 +84,10 @@ lock-gpu:
 .PHONY: reproduce
 ## reproduce: run the whole pipeline with params.yaml (fetch, train variants, sweep, multi-worker, report)
 reproduce: $(STAMP)
-	$(DVC) repro
+	@mkdir -p .dvc/tmp
+	@flock --nonblock --conflict-exit-code 75 .dvc/tmp/flowerbench-reproduce.lock $(DVC) repro || { rc=$$?; \
+	  if [ $$rc -eq 75 ]; then echo "flowerbench: another \`make reproduce\` holds this checkout" \
+	    "(.dvc/tmp/flowerbench-reproduce.lock); wait for it to finish" >&2; fi; exit $$rc; }
 	@echo "report: reports/report.html (offline) and reports/report.md; metrics: dvc metrics show"
 
 .PHONY: reproduce-blog

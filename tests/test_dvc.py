@@ -320,19 +320,44 @@ def _back_to_the_committed_run(repo: Path) -> None:
     assert status(repo) == {}
 
 
+def _make_reproduce(repo: Path) -> subprocess.CompletedProcess:
+    env = cli_env(DVC_NO_ANALYTICS="1")
+    stamp = VENV_BIN.parent / ".flowerbench-installed"  # the venv exists: make must not rebuild it here
+    return subprocess.run(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "-o", str(stamp),
+                           "reproduce", f"VENV={VENV_BIN.parent}"], cwd=repo, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
 def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
-    """Two pipelines in one checkout: the second `dvc repro` stops at once with DVC's lock message
-    and a non-zero exit; the first, held at the start of its stage meanwhile, finishes complete."""
+    """Two pipelines in one checkout: a second `dvc repro` stops at once, before running anything,
+    with DVC's message naming the run that holds the repo, and a second `make reproduce` stops with
+    one line of its own; the first, held at the start of its stage meanwhile, finishes complete."""
+    import fcntl
+
     go = tmp_path / "go"
+    lock = pipeline_repo / ".dvc" / "tmp" / "flowerbench-reproduce.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = open(lock, "w")  # what a running `make reproduce` holds
+    fcntl.flock(holder, fcntl.LOCK_EX)
     first = _dvc_popen(["repro", "-f", "-s", "report"], pipeline_repo,
                        FLOWERBENCH_TEST_HOOK=f"pause:report-start:{go}")
     try:
         _read_until(first, "[testhook] pause at report-start")
         second = dvc("repro", cwd=pipeline_repo, check=False, timeout=120)
-        assert second.returncode != 0
-        assert "Unable to acquire lock" in second.stdout + second.stderr, (second.stdout + second.stderr)[-2000:]
+        said = second.stdout + second.stderr
+        assert second.returncode != 0 and "Running stage" not in said
+        # DVC 3 names the run that holds the files: "'<path>' is busy, it is being blocked by:
+        # (PID n): .../dvc repro -f -s report"
+        assert "is busy, it is being blocked by" in said and f"(PID {first.pid})" in said, said[-2000:]
+        # `make reproduce` takes a lock of its own first and says so in one line
+        held = _make_reproduce(pipeline_repo)
+        assert held.returncode != 0 and "Running stage" not in held.stdout
+        assert held.stderr.splitlines()[0] == ("flowerbench: another `make reproduce` holds this checkout "
+                                               "(.dvc/tmp/flowerbench-reproduce.lock); wait for it to finish")
+        assert "Error 75" in held.stderr  # make's own line after ours
     finally:
         go.touch()
+        holder.close()
         out = first.communicate(timeout=300)[0]
     assert first.returncode == 0, out[-3000:]
     assert (pipeline_repo / "reports" / "report.html").stat().st_size > 10_000
