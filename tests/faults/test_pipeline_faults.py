@@ -1,0 +1,135 @@
+"""Runs that collide or die, on the real pipeline (tiny params): two runs in one checkout, a hard
+kill mid-stage and mid-write.  The pipeline is tests/test_dvc.py's (built once per session); every
+test here puts it back to its committed run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from tests.conftest import REPO, cli_env
+from tests.test_dvc import VENV_BIN, dvc, git, status
+
+def _dvc_popen(args: list[str], cwd: Path, **extra_env: str) -> subprocess.Popen:
+    env = cli_env(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(cwd / ".dvc" / "tmp" / "site-cache"), **extra_env)
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    return subprocess.Popen([str(VENV_BIN / "dvc"), *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _read_until(proc: subprocess.Popen, marker: str, timeout: float = 180) -> str:
+    seen, t0 = [], time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if marker in line:
+            return "".join(seen)
+    raise AssertionError(f"never saw {marker!r}:\n{''.join(seen)[-3000:]}")
+
+
+def _back_to_the_committed_run(repo: Path) -> None:
+    git("checkout", "--", ".", cwd=repo)
+    dvc("checkout", cwd=repo)
+    assert status(repo) == {}
+
+
+def _make_reproduce(repo: Path) -> subprocess.CompletedProcess:
+    env = cli_env(DVC_NO_ANALYTICS="1")
+    stamp = VENV_BIN.parent / ".flowerbench-installed"  # the venv exists: make must not rebuild it here
+    return subprocess.run(["make", "--no-print-directory", "-f", str(REPO / "Makefile"), "-o", str(stamp),
+                           "reproduce", f"VENV={VENV_BIN.parent}"], cwd=repo, capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
+    """Two pipelines in one checkout: a second `dvc repro` stops at once, before running anything,
+    with DVC's message naming the run that holds the repo, and a second `make reproduce` stops with
+    one line of its own; the first, held at the start of its stage meanwhile, finishes complete."""
+    import fcntl
+
+    go = tmp_path / "go"
+    lock = pipeline_repo / ".dvc" / "tmp" / "flowerbench-reproduce.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = open(lock, "w")  # what a running `make reproduce` holds
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    first = _dvc_popen(["repro", "-f", "-s", "report"], pipeline_repo,
+                       FLOWERBENCH_TEST_HOOK=f"pause:report-start:{go}")
+    try:
+        _read_until(first, "[testhook] pause at report-start")
+        second = dvc("repro", cwd=pipeline_repo, check=False, timeout=120)
+        said = second.stdout + second.stderr
+        assert second.returncode != 0 and "Running stage" not in said
+        # DVC 3 names the run that holds the files: "'<path>' is busy, it is being blocked by:
+        # (PID n): .../dvc repro -f -s report"
+        assert "is busy, it is being blocked by" in said and f"(PID {first.pid})" in said, said[-2000:]
+        # `make reproduce` takes a lock of its own first and says so in one line
+        held = _make_reproduce(pipeline_repo)
+        assert held.returncode != 0 and "Running stage" not in held.stdout
+        assert held.stderr.splitlines()[0] == ("flowerbench: another `make reproduce` holds this checkout "
+                                               "(.dvc/tmp/flowerbench-reproduce.lock); wait for it to finish")
+        assert "Error 75" in held.stderr  # make's own line after ours
+    finally:
+        go.touch()
+        holder.close()
+        out = first.communicate(timeout=300)[0]
+    assert first.returncode == 0, out[-3000:]
+    assert (pipeline_repo / "reports" / "report.html").stat().st_size > 10_000
+    assert status(pipeline_repo) == {}
+    _back_to_the_committed_run(pipeline_repo)
+
+
+def test_a_hard_kill_mid_stage_loses_nothing_committed_and_the_rerun_completes(pipeline_repo):
+    """SIGKILL in the middle of a forced rerun of a train stage (after its first timed epoch): DVC has
+    already removed the stage's output, so no result is left, never a partial one; `git checkout --
+    results/` restores the last committed result (results are git-tracked, cache: false) and DVC
+    finds the pipeline clean again; a plain `dvc repro` instead reruns just that stage and the report."""
+    result = pipeline_repo / "results" / "single_custom.json"
+    committed = result.read_bytes()
+    killed = _dvc_popen(["repro", "-f", "-s", "train@single_custom"], pipeline_repo,
+                        FLOWERBENCH_TEST_HOOK="kill:after-first-epoch")
+    out = killed.communicate(timeout=300)[0]
+    assert killed.returncode != 0 and "[testhook] kill at after-first-epoch" in out, out[-3000:]
+    assert not result.exists()
+    assert not list((pipeline_repo / "results").glob(".single_custom.json.*"))
+    assert set(status(pipeline_repo)) == {"train@single_custom", "report"}
+    git("checkout", "--", "results/", cwd=pipeline_repo)
+    assert result.read_bytes() == committed and status(pipeline_repo) == {}
+    # or: rerun
+    result.unlink()
+    proc = dvc("repro", cwd=pipeline_repo)
+    ran = sorted(l.split("'")[1] for l in proc.stdout.splitlines() if l.startswith("Running stage"))
+    assert ran == ["report", "train@single_custom"] and status(pipeline_repo) == {}
+    _back_to_the_committed_run(pipeline_repo)
+
+
+def test_a_kill_mid_write_leaves_the_old_result_and_a_scratch_file_dvc_ignores(pipeline_repo):
+    """SIGKILL between writing the temporary file and renaming it over the result (run outside DVC,
+    so nothing removed the old result first): the old result is intact, and the stray temporary
+    file in results/ (a dependency of the report) is ignored by DVC, so nothing looks changed."""
+    result = pipeline_repo / "results" / "single_fit.json"
+    committed = result.read_bytes()
+    env = cli_env(FLOWERBENCH_TEST_HOOK="kill:mid-write")
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    # train clears its own output first (a stale result must not pass for a new one): run the
+    # report stage's writer instead, which replaces files that exist.
+    proc = subprocess.run([str(VENV_BIN / "python"), "-m", "flowerbench", "report"], cwd=pipeline_repo,
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    strays = list((pipeline_repo / "reports").glob(".metrics.json.*.tmp"))
+    assert strays, "the kill left no scratch file: the checkpoint did not fire mid-write"
+    assert json.loads((pipeline_repo / "reports" / "metrics.json").read_text())  # the old one, whole
+    _back_to_the_committed_run(pipeline_repo)  # the figures written before the kill, back to the lock's
+    stray = pipeline_repo / "results" / ".single_fit.json.abc123.tmp"
+    stray.write_text('{"half": ')
+    try:
+        assert result.read_bytes() == committed
+        assert status(pipeline_repo) == {}  # .dvcignore: the scratch file is not part of results/
+    finally:
+        stray.unlink()
+        for s in strays:
+            s.unlink()
