@@ -101,6 +101,26 @@ def start_cli(*args: str, cwd: Path | None = None, env: dict | None = None, **kw
                             env=env or cli_env(), **kw)
 
 
+def read_until(proc: subprocess.Popen, stream, marker: str, timeout: float = 180) -> list[str]:
+    """Lines of `stream` (proc's stdout or stderr) up to the first holding `marker`; if the process
+    ends or `timeout` passes first, its process group is killed and the test fails."""
+    import os
+    import signal
+    import time
+
+    seen, t0 = [], time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        line = stream.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen.append(line)
+        if marker in line:
+            return seen
+    if proc.poll() is None:
+        os.killpg(os.getpgid(proc.pid), signal.SIGKILL)
+    raise AssertionError(f"never saw {marker!r}:\n{''.join(seen)[-3000:]}")
+
+
 def assert_tensorflow_not_loaded(proc: subprocess.CompletedProcess) -> None:
     """The run stopped before TensorFlow was imported: the stage logs one `[tensorflow] TensorFlow
     <version> ready` line right after the import, and it is absent."""

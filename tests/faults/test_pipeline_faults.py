@@ -7,29 +7,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
-from tests.conftest import REPO, cli_env
+from tests.conftest import REPO, cli_env, read_until
 from tests.test_dvc import VENV_BIN, dvc, git, status
 
 def _dvc_popen(args: list[str], cwd: Path, **extra_env: str) -> subprocess.Popen:
     env = cli_env(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(cwd / ".dvc" / "tmp" / "site-cache"), **extra_env)
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
     return subprocess.Popen([str(VENV_BIN / "dvc"), *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
-
-
-def _read_until(proc: subprocess.Popen, marker: str, timeout: float = 180) -> str:
-    seen, t0 = [], time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        line = proc.stdout.readline()
-        if not line and proc.poll() is not None:
-            break
-        seen.append(line)
-        if marker in line:
-            return "".join(seen)
-    raise AssertionError(f"never saw {marker!r}:\n{''.join(seen)[-3000:]}")
+                            stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
 
 
 def _back_to_the_committed_run(repo: Path) -> None:
@@ -60,7 +47,7 @@ def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
     first = _dvc_popen(["repro", "-f", "-s", "report"], pipeline_repo,
                        FLOWERBENCH_TEST_HOOK=f"pause:report-start:{go}")
     try:
-        _read_until(first, "[testhook] pause at report-start")
+        read_until(first, first.stdout, "[testhook] pause at report-start")
         second = dvc("repro", cwd=pipeline_repo, check=False, timeout=120)
         said = second.stdout + second.stderr
         assert second.returncode != 0 and "Running stage" not in said

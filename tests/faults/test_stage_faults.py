@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from flowerbench.results import SCHEMA_VERSION
-from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, run_cli, start_cli,
-                            tiny_params, tree_snapshot, write_params)
+from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, read_until, run_cli,
+                            start_cli, tiny_params, tree_snapshot, write_params)
 
 LONG = {"train.epochs": 400, "train.verbose": "auto"}  # long enough to interrupt mid-epoch
 
@@ -29,16 +29,7 @@ def _start(args: list[str], cwd: Path, env: dict | None = None) -> subprocess.Po
 
 
 def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 120) -> list[str]:
-    seen, t0 = [], time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        line = proc.stderr.readline()
-        if not line and proc.poll() is not None:
-            break
-        seen.append(line)
-        if marker in line:
-            return seen
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise AssertionError(f"never saw {marker!r}: {''.join(seen)[-2000:]}")
+    return read_until(proc, proc.stderr, marker, timeout)
 
 
 @pytest.mark.parametrize("sig,rc,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
