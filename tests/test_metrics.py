@@ -69,8 +69,9 @@ def test_code_state_covers_every_result_not_only_the_first():
 
 def test_blog_model_arithmetic():
     """The model of the blog's 4-GPU run, on the default inputs: compute 110.58 / 4, 15 steps x 10
-    epochs, PCIe 18.9 ms and NVLink 3.8 ms per step, a sequential decoder at 780 img/s."""
+    epochs, PCIe 18.9 ms and NVLink 3.8 ms per step, the blog-era decoder at 800 / 1359 img/s."""
     from flowerbench.config import Params
+    from flowerbench.prose import blog_model_text
 
     p = Params().report
     m = M.blog_model(p.blog_seconds, p.scaling_model)
@@ -78,8 +79,13 @@ def test_blog_model_arithmetic():
     assert m["steps"] == 150 and m["compute_seconds"] == pytest.approx(27.645)
     assert rows["compute + all-reduce (pcie)"]["predicted_seconds"] == pytest.approx(27.645 + 150 * 0.0189)
     assert rows["compute + all-reduce (nvlink)"]["efficiency"] == pytest.approx(110.58 / (4 * (27.645 + 150 * 0.0038)))
-    assert rows["input: blog-era pipeline on 1 core(s)"]["predicted_seconds"] == pytest.approx(36700 / 780)
+    assert rows["input: blog-era pipeline, 1 core"]["predicted_seconds"] == pytest.approx(36700 / 800)
+    assert rows["input: blog-era pipeline, 2 cores"]["predicted_seconds"] == pytest.approx(36700 / 1359)
     assert m["ring_mb_per_step"] == pytest.approx(1.5 * 94.4)
     assert m["blog_implied_images_per_second"] == pytest.approx({"mirrored_fit": 36700 / 41.66,
                                                                  "mirrored_custom": 36700 / 35.88})
-    assert m["cores_needed"]["blog"] == pytest.approx(36700 / (27.645 + 150 * 0.0038) / 780)
+    assert m["cores_needed_ours"] == pytest.approx(36700 / (27.645 + 150 * 0.0038) / 704)
+    _, verdict = blog_model_text(m, p.scaling_model, p.blog_seconds)
+    text = " ".join(verdict)
+    assert "They correspond to 1023 and 881 decoded images/s, within the 800-1359 img/s" in text
+    assert "The input pipeline (every JPEG decoded every epoch, the map sequential) is the likely bound." in text

@@ -108,8 +108,8 @@ def blog_model(blog_seconds: dict[str, float], m) -> dict:
     compute = t1 / m.gpus
     gradient_mb = m.parameters * 4 / 1e6
     bounds = {f"compute + all-reduce ({link})": compute + steps * t for link, t in m.allreduce_seconds_per_step.items()}
-    per_core = m.input_images_per_second_per_core
-    bounds[f"input: blog-era pipeline on {m.blog_input_cores} core(s)"] = work / (per_core["blog"] * m.blog_input_cores)
+    for cores, rate in m.blog_input_images_per_second.items():
+        bounds[f"input: blog-era pipeline, {cores}"] = work / rate
     rows = [{"bound": k, "predicted_seconds": v, "efficiency": t1 / (v * m.gpus)} for k, v in bounds.items()]
     compute_rows = [r for r in rows if r["bound"].startswith("compute")]
     fastest_compute = min(r["predicted_seconds"] for r in compute_rows)
@@ -118,9 +118,9 @@ def blog_model(blog_seconds: dict[str, float], m) -> dict:
             "ring_mb_per_step": 2 * (m.gpus - 1) / m.gpus * gradient_mb,
             "images": work, "single_gpu_images_per_second": work / t1,
             "needed_images_per_second": work / fastest_compute,
-            "cores_needed": {k: work / fastest_compute / v for k, v in per_core.items()},
+            "cores_needed_ours": work / fastest_compute / m.ours_input_images_per_second_per_core,
             "blog_implied_images_per_second": {k: work / v for k, v in blog_4.items()},
-            "input_seconds": bounds[f"input: blog-era pipeline on {m.blog_input_cores} core(s)"],
+            "input_seconds": {k: work / v for k, v in m.blog_input_images_per_second.items()},
             "fastest_compute_seconds": fastest_compute}
 
 
