@@ -163,7 +163,7 @@ def keep_outputs(clone: Path, dest: Path) -> None:
 
 def reproduce_in_clone(root: Path, deadline_s: float = 1800.0, keep: Path | None = None) -> dict:
     """`make reproduce` with the default params in a fresh `git clone` of HEAD, reusing this venv
-    (linked in as .venv; `-o` stops make from rebuilding it because the clone's files are newer),
+    (linked in as .venv; `-o` on its stamp stops make from rebuilding it: the clone's files are newer),
     then a no-op `dvc repro` there.  Per-stage seconds come from DVC's "Running stage" lines."""
     import signal
     import threading
@@ -179,7 +179,7 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0, keep: Path | None
     print(f"[bench] make reproduce in a clone of {commit[:12]} (target <= 600 s) ...", file=sys.stderr, flush=True)
     stages, current, t0 = {}, None, time.perf_counter()
     log = []
-    proc = subprocess.Popen(["make", "-o", ".venv/bin/python", "reproduce"], cwd=clone, env=env, text=True,
+    proc = subprocess.Popen(["make", "-o", ".venv/.flowerbench-installed", "reproduce"], cwd=clone, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     # The deadline holds even while make prints nothing: a timer kills its whole process group.
     killer = threading.Timer(deadline_s, os.killpg, (proc.pid, signal.SIGKILL))
