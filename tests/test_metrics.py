@@ -75,12 +75,14 @@ def test_blog_model_arithmetic():
 
     p = Params().report
     m = M.blog_model(p.blog_seconds, p.scaling_model)
-    rows = {r["bound"]: r for r in m["rows"]}
+    rows = {(r["interconnect"], r["input"]): r for r in m["rows"]}
     assert m["steps"] == 150 and m["compute_seconds"] == pytest.approx(27.645)
-    assert rows["compute + all-reduce (pcie)"]["predicted_seconds"] == pytest.approx(27.645 + 150 * 0.0189)
-    assert rows["compute + all-reduce (nvlink)"]["efficiency"] == pytest.approx(110.58 / (4 * (27.645 + 150 * 0.0038)))
-    assert rows["input: blog-era pipeline, 1 core"]["predicted_seconds"] == pytest.approx(36700 / 800)
-    assert rows["input: blog-era pipeline, 2 cores"]["predicted_seconds"] == pytest.approx(36700 / 1359)
+    pcie, nvlink = 27.645 + 150 * 0.0189, 27.645 + 150 * 0.0038
+    assert m["compute_link_seconds"] == pytest.approx({"pcie": pcie, "nvlink": nvlink})
+    one, two = rows[("pcie", "blog-era pipeline, 1 core")], rows[("nvlink", "blog-era pipeline, 2 cores")]
+    assert (one["predicted_seconds"], one["bound"]) == (pytest.approx(36700 / 800), "input")
+    assert (two["predicted_seconds"], two["bound"]) == (pytest.approx(nvlink), "compute + all-reduce")
+    assert two["efficiency"] == pytest.approx(110.58 / (4 * nvlink))
     assert m["ring_mb_per_step"] == pytest.approx(1.5 * 94.4)
     assert m["blog_implied_images_per_second"] == pytest.approx({"mirrored_fit": 36700 / 41.66,
                                                                  "mirrored_custom": 36700 / 35.88})
@@ -89,3 +91,18 @@ def test_blog_model_arithmetic():
     text = " ".join(verdict)
     assert "They correspond to 1023 and 881 decoded images/s, within the 800-1359 img/s" in text
     assert "The input pipeline (every JPEG decoded every epoch, the map sequential) is the likely bound." in text
+
+
+def test_findings_never_call_an_indistinguishable_variant_the_winner():
+    from flowerbench.prose import findings
+
+    base = _result("single_fit", "fit", 1, [10.0, 11.0, 12.0])
+    close = _result("single_custom", "custom", 1, [10.2, 10.8, 11.4])
+    m = M.compute_metrics([base, close], "single_fit")
+    text = findings([base, close], m, "single_fit")
+    assert text.startswith("No variant was distinguishably faster than single_fit")
+    assert "(within the repeats spread: not distinguishable)" in text
+    fast = _result("single_custom", "custom", 1, [5.0, 5.1, 5.2])
+    text = findings([base, fast], M.compute_metrics([base, fast], "single_fit"), "single_fit")
+    assert text.startswith("The fastest variant was single_custom at 5.10 s")
+    assert "not distinguishable" not in text

@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import http.client
+import os
 import shutil
 import socket
 import sys
@@ -39,6 +40,7 @@ from . import paths, standin
 from .config import Params
 from .io import swap_dir, write_json
 from .log import get_logger
+from .testhook import checkpoint
 
 CHUNK = 1 << 16
 
@@ -376,10 +378,15 @@ def run(params: Params, override: Optional[str] = None) -> dict:
             quarantined=bad, format_mismatch=mismatched, tree_sha256=tree_digest(root),
         )
         write_json(quarantine / "index.json", bad)
-        # Swap the finished tree into place; a failure above leaves the old data untouched.
+        write_json(staging / paths.MANIFEST.name, manifest)
+        # Swap the finished tree into place; a failure above leaves the old data untouched.  The old
+        # manifest goes first, so that a hard kill between the swaps leaves no manifest (training
+        # then records the data as unknown) rather than one describing other data.
+        paths.MANIFEST.unlink(missing_ok=True)
         for src, dst in ((root, paths.FLOWERS), (quarantine, paths.QUARANTINE)):
             swap_dir(src, dst, staging / f"old-{dst.name}")
-        write_json(paths.MANIFEST, manifest)
+        checkpoint("fetch-swapped")
+        os.replace(staging / paths.MANIFEST.name, paths.MANIFEST)
         log(f"{manifest['total']} images in {len(counts)} classes -> {paths.FLOWERS} "
             f"({len(bad)} quarantined) [{manifest['label']}]")
         return manifest

@@ -107,12 +107,16 @@ def blog_model(blog_seconds: dict[str, float], m) -> dict:
     steps = math.ceil(s["images_per_epoch"] / (s["batch_size_per_replica"] * m.gpus)) * s["epochs"]
     compute = t1 / m.gpus
     gradient_mb = m.parameters * 4 / 1e6
-    bounds = {f"compute + all-reduce ({link})": compute + steps * t for link, t in m.allreduce_seconds_per_step.items()}
-    for cores, rate in m.blog_input_images_per_second.items():
-        bounds[f"input: blog-era pipeline, {cores}"] = work / rate
-    rows = [{"bound": k, "predicted_seconds": v, "efficiency": t1 / (v * m.gpus)} for k, v in bounds.items()]
-    compute_rows = [r for r in rows if r["bound"].startswith("compute")]
-    fastest_compute = min(r["predicted_seconds"] for r in compute_rows)
+    compute_link = {link: compute + steps * t for link, t in m.allreduce_seconds_per_step.items()}
+    input_s = {cores: work / rate for cores, rate in m.blog_input_images_per_second.items()}
+    rows = []
+    for link, c in compute_link.items():
+        for cores, i in input_s.items():
+            t = max(c, i)
+            rows.append({"interconnect": link, "input": f"blog-era pipeline, {cores}", "compute_seconds": c,
+                         "input_seconds": i, "predicted_seconds": t, "efficiency": t1 / (t * m.gpus),
+                         "bound": "input" if i > c else "compute + all-reduce"})
+    fastest_compute = min(compute_link.values())
     blog_4 = {k: v for k, v in blog_seconds.items() if BLOG_REPLICAS.get(k, 1) == m.gpus}
     return {"rows": rows, "steps": steps, "compute_seconds": compute, "gradient_mb": gradient_mb,
             "ring_mb_per_step": 2 * (m.gpus - 1) / m.gpus * gradient_mb,
@@ -120,7 +124,7 @@ def blog_model(blog_seconds: dict[str, float], m) -> dict:
             "needed_images_per_second": work / fastest_compute,
             "cores_needed_ours": work / fastest_compute / m.ours_input_images_per_second_per_core,
             "blog_implied_images_per_second": {k: work / v for k, v in blog_4.items()},
-            "input_seconds": {k: work / v for k, v in m.blog_input_images_per_second.items()},
+            "input_seconds": input_s, "compute_link_seconds": compute_link,
             "fastest_compute_seconds": fastest_compute}
 
 

@@ -48,6 +48,10 @@ def findings(results: list[Result], metrics: dict, baseline: str) -> str:
     if fastest == baseline:
         parts = [f"The baseline {baseline} was the fastest variant ({base['timed_seconds']:.2f} s, "
                  f"{base['images_per_second']:.1f} img/s): no other variant reduced the time."]
+    elif metrics[fastest].get("distinguishable_from_baseline") is False:
+        parts = [f"No variant was distinguishably faster than {baseline} ({base['timed_seconds']:.2f} s): the "
+                 f"fastest median, {fastest} at {metrics[fastest]['timed_seconds']:.2f} s, has a speedup "
+                 f"interval that includes 1."]
     else:
         parts = [f"The fastest variant was {fastest} at {metrics[fastest]['timed_seconds']:.2f} s "
                  f"({metrics[fastest]['images_per_second']:.1f} img/s), a "
@@ -67,8 +71,10 @@ def findings(results: list[Result], metrics: dict, baseline: str) -> str:
     fit, custom = singles.get(("fit", "files")), singles.get(("custom", "files"))
     if fit and custom:
         d = M.reduction_pct(metrics[fit]["timed_seconds"], metrics[custom]["timed_seconds"])
+        lo, hi = M.ratio_interval(M.interval(by[fit].repeat_seconds), M.interval(by[custom].repeat_seconds))
+        same = lo is not None and lo <= 1.0 <= hi
         parts.append(f"On one replica the custom loop was {abs(d):.1f}% {'faster' if d > 0 else 'slower'} "
-                     f"than fit().")
+                     f"than fit(){' (within the repeats spread: not distinguishable)' if same else ''}.")
     if {by[v].device_kind for v in metrics} & EMULATED_KINDS:
         parts.append("Because the replicas were emulated on shared CPU cores, these numbers cannot confirm or "
                      "refute the blog's GPU speed-ups.")
@@ -220,7 +226,7 @@ def blog_model_text(model: dict, m, blog_seconds: dict[str, float]) -> tuple[lis
               + ", ".join(f"{v:.0f} img/s on {k}" for k, v in blog_rates.items())
               + f"; ours {m.ours_input_images_per_second_per_core:.0f} img/s per core; measured on this "
               "project's CPU host, not the blog's (benchmarks/input_pipeline.py)"]
-    compute = [r["predicted_seconds"] for r in model["rows"] if r["bound"].startswith("compute")]
+    compute = list(model["compute_link_seconds"].values())
     blog4 = model["blog_implied_images_per_second"]
     names = sorted(blog4, key=lambda k: blog_seconds[k])
     verdict = []

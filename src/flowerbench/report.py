@@ -130,8 +130,10 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
     b += ["## The blog explained: a model of its 4-GPU run",
           "Epoch time on N GPUs ~ max(input time, compute / N + steps x all-reduce time), weak scaling as the "
           "blog. Inputs (report.scaling_model in params.yaml):", render.bullets(inputs),
-          render.table(["bound", "predicted 4-GPU s", "efficiency", "blog fit s", "blog custom s"],
-                       [[r["bound"], f"{r['predicted_seconds']:.1f}", f"{r['efficiency']:.2f}",
+          render.table(["interconnect", "input", "compute + all-reduce s", "input s", "predicted 4-GPU s (max)",
+                        "bound", "efficiency", "blog fit s", "blog custom s"],
+                       [[r["interconnect"], r["input"], f"{r['compute_seconds']:.1f}", f"{r['input_seconds']:.1f}",
+                         f"{r['predicted_seconds']:.1f}", r["bound"], f"{r['efficiency']:.2f}",
                          params.report.blog_seconds.get("mirrored_fit", "n/a"),
                          params.report.blog_seconds.get("mirrored_custom", "n/a")] for r in model["rows"]]),
           " ".join(verdict),

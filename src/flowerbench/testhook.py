@@ -5,7 +5,8 @@
 
 Checkpoints: `<command>-start` (the CLI, params loaded: fetch-start, train-start, report-start),
 `after-first-epoch` (training, after the first timed epoch), `mid-write` (io.atomic_write: the
-temporary file is written, the target not yet replaced).  Unset, it costs one dict lookup.
+temporary file is written, the target not yet replaced), `fetch-swapped` (fetch: the new data
+is in place, its manifest not yet).  Unset, it costs one dict lookup.
 """
 
 from __future__ import annotations

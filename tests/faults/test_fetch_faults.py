@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_clean_failure, run_cli, tiny_params, tree_snapshot, write_params
+from tests.conftest import assert_clean_failure, cli_env, run_cli, tiny_params, tree_snapshot, write_params
 from tests.helpers.archives import device_member, good_members, jpeg, link_member, make_tgz
 from tests.helpers.httpserver import Behaviour, serve
 
@@ -243,3 +243,25 @@ def test_extracting_onto_a_full_disk_names_the_file_and_keeps_the_old_data(workd
                                 (workdir / "data" / "flower_photos", workdir / "data" / "quarantine"))
     assert "huge.jpg" in line
     assert not list((workdir / "data").glob(".fetch-*"))  # no staging left behind
+
+
+@pytest.mark.parametrize("point", ["mid-write", "fetch-swapped"])
+def test_a_hard_kill_never_leaves_a_manifest_describing_other_data(workdir, point):
+    """SIGKILL of a refetch (another stand-in size, so the data changes) while it writes its scratch
+    index (mid-write) or between swapping the new images in and writing their manifest: the
+    manifest that remains, if any, describes the images that are there; a rerun completes."""
+    from flowerbench.fetch import tree_digest
+
+    write_params(workdir / "params.yaml", tiny_params(**{"data.standin_px": 40}))
+    env = cli_env(FLOWERBENCH_TEST_HOOK=f"kill:{point}")
+    proc = run_cli("fetch", cwd=workdir, timeout=120, env=env)
+    assert proc.returncode == -9 and f"[testhook] kill at {point}" in proc.stderr, proc.stderr[-2000:]
+    manifest = workdir / "data" / "manifest.json"
+    if manifest.exists():
+        assert json.loads(manifest.read_text())["tree_sha256"] == tree_digest(workdir / "data" / "flower_photos")
+    else:
+        assert point == "fetch-swapped"  # the old manifest went before the swap; the new one never came
+    again = run_cli("fetch", cwd=workdir, timeout=120)
+    assert again.returncode == 0, again.stderr[-2000:]
+    m = json.loads(manifest.read_text())
+    assert m["standin_px"] == 40 and m["tree_sha256"] == tree_digest(workdir / "data" / "flower_photos")
