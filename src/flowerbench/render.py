@@ -12,8 +12,9 @@ import base64
 import html
 from typing import Iterable, Sequence
 
-STYLE = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-         "table{border-collapse:collapse;font-size:14px}td,th{border:1px solid #ccc;padding:4px 8px;"
+STYLE = ("body{font-family:system-ui,sans-serif;max-width:1500px;margin:2em auto;padding:0 1em;color:#222}"
+         "table{border-collapse:collapse;font-size:13px;display:block;max-width:100%;overflow-x:auto}"
+         "td,th{border:1px solid #ccc;padding:3px 6px;"
          "text-align:right}th{background:#f3f3f3}blockquote{background:#fff3cd;border:1px solid #e0c36a;"
          "margin:1em 0;padding:.1em .8em}img{max-width:100%}code{background:#f5f5f5}")
 
