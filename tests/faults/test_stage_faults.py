@@ -199,7 +199,7 @@ def test_worker_that_never_joins(workdir):
 
 
 def test_launcher_deadline_kills_everything(workdir):
-    write_params(workdir / "params.yaml", tiny_params(**LONG, **{"multiworker.deadline_s": 8}))
+    write_params(workdir / "params.yaml", tiny_params(**LONG, **{"multiworker.deadline_s": 8, "multiworker.join_timeout_s": 7}))
     t0 = time.monotonic()
     proc = run_cli("launch", cwd=workdir, timeout=60)
     assert time.monotonic() - t0 < 30
