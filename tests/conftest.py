@@ -156,3 +156,57 @@ def assert_clean_failure(proc: subprocess.CompletedProcess, rc: int | None, need
         after = tree_snapshot(*dirs)
         assert after == before, sorted(set(after) ^ set(before)) or "contents changed"
     return lines[0]
+
+
+# --------------------------------------------------------------------------- DVC and git, for real
+
+VENV_BIN = Path(sys.executable).parent
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+
+
+def dvc(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
+    env = cli_env()
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    env["DVC_NO_ANALYTICS"] = "1"
+    env["DVC_SITE_CACHE_DIR"] = str(cwd / ".dvc" / "tmp" / "site-cache")
+    proc = subprocess.run([str(VENV_BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    if check:
+        assert proc.returncode == 0, (args, (proc.stdout + proc.stderr)[-4000:])
+    return proc
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+
+@pytest.fixture(scope="session")
+def pipeline_repo(tmp_path_factory) -> Path:
+    """A git repo with the real dvc.yaml, code and lock, tiny params, reproduced and committed: built
+    once per session, shared by tests/test_dvc.py and tests/faults/test_pipeline_faults.py (each test
+    that changes it puts it back)."""
+    from flowerbench.config import resolved_dict, validate
+
+    repo = tmp_path_factory.mktemp("pipeline")
+    for item in ("dvc.yaml", "src", ".dvc/config", ".dvc/.gitignore", ".dvc/plots", ".gitignore", ".dvcignore",
+                 "data/.gitignore", "reports/.gitignore", "requirements.lock"):
+        src = REPO / item
+        if src.is_dir():
+            shutil.copytree(src, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        else:
+            (repo / item).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, repo / item)
+    params = tiny_params(**{"data.standin_px": 32, "data.max_images": 64, "sweep": {"replicas": [2], "loops": ["fit"]}})
+    params["variants"]["mirrored_fit"]["replicas"] = params["variants"]["mirrored_custom"]["replicas"] = 4
+    # DVC needs every key a stage declares to be present: write the fully resolved params.
+    write_params(repo / "params.yaml", resolved_dict(validate(params)))
+    git("init", "-q", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "code", cwd=repo)
+    dvc("repro", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-qm", "run", cwd=repo)
+    return repo
+
+

@@ -5,10 +5,7 @@ two named experiments (show, diff, apply), and push -> fresh clone -> pull."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,36 +13,16 @@ import pytest
 import yaml
 
 from flowerbench import paths
-from flowerbench.config import TrainParams, resolved_dict, validate
-from tests.conftest import REPO, cli_env, tiny_params, write_params
+from flowerbench.config import TrainParams
+from tests.conftest import REPO, VENV_BIN, cli_env, dvc, git, write_params
 from tests.stage_deps import closure
 
-VENV_BIN = Path(sys.executable).parent
 PKG_DIR = REPO / "src" / "flowerbench"
 # The subcommands a stage's command runs: `launch` starts `python -m flowerbench worker` processes.
 SPAWNS = {"launch": ["launch", "worker"]}
 # Params every training stage reads (train.verbose only changes progress output).
 TRAIN_PARAMS = ["seed", "data.image_size", "data.max_images", "data.pipeline", "data.cache", "model",
                 *[f"train.{k}" for k in TrainParams.model_fields if k != "verbose"]]
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-
-
-def dvc(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subprocess.CompletedProcess:
-    env = cli_env()
-    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
-    env["DVC_NO_ANALYTICS"] = "1"
-    env["DVC_SITE_CACHE_DIR"] = str(cwd / ".dvc" / "tmp" / "site-cache")
-    proc = subprocess.run([str(VENV_BIN / "dvc"), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
-    if check:
-        assert proc.returncode == 0, (args, (proc.stdout + proc.stderr)[-4000:])
-    return proc
-
-
-def git(*args: str, cwd: Path) -> str:
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 def stages() -> dict:
     return yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
 
@@ -114,31 +91,6 @@ def test_param_deps_are_narrow():
 
 
 # --------------------------------------------------------------------------- a real pipeline
-
-
-@pytest.fixture(scope="session")
-def pipeline_repo(tmp_path_factory) -> Path:
-    """A git repo with the real dvc.yaml, code and lock, tiny params, reproduced and committed."""
-    repo = tmp_path_factory.mktemp("pipeline")
-    for item in ("dvc.yaml", "src", ".dvc/config", ".dvc/.gitignore", ".dvc/plots", ".gitignore", ".dvcignore",
-                 "data/.gitignore", "reports/.gitignore", "requirements.lock"):
-        src = REPO / item
-        if src.is_dir():
-            shutil.copytree(src, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        else:
-            (repo / item).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(src, repo / item)
-    params = tiny_params(**{"data.standin_px": 32, "data.max_images": 64, "sweep": {"replicas": [2], "loops": ["fit"]}})
-    params["variants"]["mirrored_fit"]["replicas"] = params["variants"]["mirrored_custom"]["replicas"] = 4
-    # DVC needs every key a stage declares to be present: write the fully resolved params.
-    write_params(repo / "params.yaml", resolved_dict(validate(params)))
-    git("init", "-q", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "code", cwd=repo)
-    dvc("repro", cwd=repo)
-    git("add", "-A", cwd=repo)
-    git("commit", "-qm", "run", cwd=repo)
-    return repo
 
 
 def status(repo: Path) -> dict:

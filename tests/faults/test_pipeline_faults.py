@@ -1,6 +1,6 @@
 """Runs that collide or die, on the real pipeline (tiny params): two runs in one checkout, a hard
-kill mid-stage and mid-write.  The pipeline is tests/test_dvc.py's (built once per session); every
-test here puts it back to its committed run."""
+kill mid-stage and mid-write.  The pipeline is conftest's `pipeline_repo` (built once per session,
+shared with tests/test_dvc.py); every test here puts it back to its committed run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import REPO, cli_env, read_until
-from tests.test_dvc import VENV_BIN, dvc, git, status
+from tests.conftest import REPO, VENV_BIN, cli_env, dvc, git, read_until
+from tests.test_dvc import status
 
 def _dvc_popen(args: list[str], cwd: Path, **extra_env: str) -> subprocess.Popen:
     env = cli_env(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(cwd / ".dvc" / "tmp" / "site-cache"), **extra_env)
