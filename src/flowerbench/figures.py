@@ -10,6 +10,7 @@ import io
 
 from .config import ReportParams
 from .metrics import BLOG_BASELINE
+from .prose import change_words
 from .results import Result
 
 
@@ -22,12 +23,9 @@ def _png(fig, dpi: int) -> bytes:
     return buf.getvalue()
 
 
-def change_label(m: dict | None, is_baseline: bool) -> str:
-    """A bar's label: 'baseline', '40.0% less' or '1.21x slower' (never a negative reduction)."""
-    if is_baseline or m is None:
-        return "baseline"
-    red = m["reduction_vs_baseline_pct"]
-    return f"{red:.1f}% less" if red >= 0 else f"{1 / m['speedup_vs_baseline']:.2f}x slower"
+def change_label(m: dict, is_baseline: bool) -> str:
+    """A bar's label: 'baseline', '40.0% less' or '1.21x slower'."""
+    return "baseline" if is_baseline else change_words(m["reduction_vs_baseline_pct"], m["speedup_vs_baseline"], "less")
 
 
 def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind_label: str,
@@ -48,7 +46,7 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
 
     # (1) timed seconds per variant: median with its 95 % interval over repeats, labelled above the whisker.
     fig, ax = plt.subplots(figsize=(max(6.5, 1.25 * len(order)), 4.6))
-    med = [metrics[v]["timed_seconds_median"] for v in order]
+    med = [metrics[v]["timed_seconds"] for v in order]
     lo = [metrics[v]["timed_seconds_ci_low"] for v in order]
     hi = [metrics[v]["timed_seconds_ci_high"] for v in order]
     yerr = [[m - (l if l is not None else m) for m, l in zip(med, lo)],
@@ -72,7 +70,7 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
     if names:
         blog = {a["variant"]: a for a in audit}
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.7 * len(names) + 2.2))
-        ours = [metrics[n]["timed_seconds_median"] for n in names]
+        ours = [metrics[n]["timed_seconds"] for n in names]
         theirs = [blog[n]["blog_seconds"] for n in names]
         for a, vals, title in ((a1, ours, f"this run [{kind_label}]"), (a2, theirs, "blog, 4x V100 (as published)")):
             a.barh(names, vals, color=[loop_color[metrics[n]["loop"]] for n in names])
@@ -84,7 +82,7 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
             a1.annotate(change_label(metrics[n], n == BLOG_BASELINE), (ours[y], y), va="center", xytext=(4, 0),
                         textcoords="offset points", fontsize=9)
             b = blog[n]
-            text = "baseline" if n == BLOG_BASELINE else f"{b['derived_reduction_pct']:.1f}% less"
+            text = "baseline" if n == BLOG_BASELINE else change_words(b["derived_reduction_pct"], b["speedup"], "less")
             if b["claimed_reduction_pct"] is not None:
                 text += f" (claims {b['claimed_reduction_pct']:.1f}%)"
             a2.annotate(text, (theirs[y], y), va="center", xytext=(4, 0), textcoords="offset points", fontsize=9)

@@ -101,8 +101,8 @@ def fmt(x, spec: str = ".2f") -> str:
 
 def seconds_cell(m: dict) -> str:
     if m["timed_seconds_ci_low"] is None:
-        return f"{m['timed_seconds_median']:.2f} (n={m['repeats']}, no interval)"
-    return f"{m['timed_seconds_median']:.2f} [{m['timed_seconds_ci_low']:.2f}, {m['timed_seconds_ci_high']:.2f}] (n={m['repeats']})"
+        return f"{m['timed_seconds']:.2f} (n={m['repeats']}, no interval)"
+    return f"{m['timed_seconds']:.2f} [{m['timed_seconds_ci_low']:.2f}, {m['timed_seconds_ci_high']:.2f}] (n={m['repeats']})"
 
 
 def speedup_cell(m: dict) -> str:
@@ -111,17 +111,19 @@ def speedup_cell(m: dict) -> str:
     return f"{m['speedup_vs_baseline']:.2f} [{m['speedup_ci_low']:.2f}, {m['speedup_ci_high']:.2f}]"
 
 
+def change_words(reduction_pct: float, speedup: float, less: str = "less time") -> str:
+    """'62.3% less time' or '1.21x slower': a slower run never reads as a negative reduction."""
+    return f"{reduction_pct:.1f}% {less}" if reduction_pct >= 0 else f"{1 / speedup:.2f}x slower"
+
+
 def versus(m: dict, is_baseline: bool) -> str:
-    """'62.3% less time' or '1.21x slower', and whether the interval includes the baseline."""
+    """The change vs the baseline, and whether the interval includes the baseline."""
     if is_baseline:
         return "baseline"
-    red, sp = m["reduction_vs_baseline_pct"], m["speedup_vs_baseline"]
-    text = f"{red:.1f}% less time" if red >= 0 else f"{1 / sp:.2f}x slower"
+    text = change_words(m["reduction_vs_baseline_pct"], m["speedup_vs_baseline"])
     if m["distinguishable_from_baseline"] is False:
         text += " (not distinguishable from the baseline)"
     return text
-
-
 
 
 def versus_same_loop(m: dict) -> str:
@@ -130,8 +132,7 @@ def versus_same_loop(m: dict) -> str:
         return "n/a"
     if m["replicas"] == 1:
         return "itself" if m["speedup_vs_single_same_loop"] == 1.0 else f"{m['speedup_vs_single_same_loop']:.2f}x"
-    red, sp = m["reduction_vs_single_same_loop_pct"], m["speedup_vs_single_same_loop"]
-    return f"{red:.1f}% less time" if red >= 0 else f"{1 / sp:.2f}x slower"
+    return change_words(m["reduction_vs_single_same_loop_pct"], m["speedup_vs_single_same_loop"])
 
 
 def confounders(results: list[Result], metrics: dict) -> list[str]:

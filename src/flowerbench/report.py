@@ -109,8 +109,8 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
                             "n/a" if a["claimed_reduction_pct"] is None else f"{a['claimed_reduction_pct']:.1f}%",
                             f"{a['derived_reduction_pct']:.1f}%",
                             "n/a" if a["discrepancy_pct_points"] is None else f"{a['discrepancy_pct_points']:+.1f} pp",
-                            ("baseline" if a["variant"] == base else
-                             versus(metrics[a["variant"]], False) if a["variant"] in metrics else "not run")]
+                            versus(metrics[a["variant"]], a["variant"] == base) if a["variant"] in metrics
+                            else "not run"]
                            for a in audit]))
     b.append("Settings side by side (this run's are the baseline's; see the banners for what its devices were):")
     s_ = M.BLOG_SETTINGS
@@ -169,8 +169,8 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
         warnings.append(f"results from different param sets: {', '.join(mixed)} differ from "
                         f"{results[0].variant} in {'/'.join(M.COMPARABLE)}; their timings are not comparable")
         log(f"warning: {warnings[-1]}")
-    for what, key in (("git commits", "git_commit"), ("data trees", "data_tree_sha256"),
-                      ("result schema", "schema_version")):
+    # (another schema version never gets this far: results.load refuses it)
+    for what, key in (("git commits", "git_commit"), ("data trees", "data_tree_sha256")):
         groups: dict = {}
         for r in results:
             groups.setdefault(getattr(r, key), []).append(r.variant)
