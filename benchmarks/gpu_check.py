@@ -35,7 +35,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from flowerbench.devices import visible_gpus  # noqa: E402  (imports no TensorFlow)
+from flowerbench.deadline import Deadline, DeadlineExceeded, wait  # noqa: E402
+from flowerbench.host import visible_gpus  # noqa: E402  (imports no TensorFlow)
 
 PY = sys.executable
 RUNS = {"single_fit": ("fit", 1, False), "logical4_fit": ("fit", 4, False),
@@ -58,16 +59,13 @@ def params_for(images: int, mixed_precision: bool, variants: dict) -> dict:
             "report": {"baseline": next(iter(variants))}}
 
 
-def run(cmd: list[str], cwd: Path, deadline: float) -> None:
-    left = deadline - time.monotonic()
-    if left <= 0:
+def run(cmd: list[str], cwd: Path, deadline: Deadline) -> None:
+    if deadline.expired():
         raise TimeoutError("the check's deadline passed before this run started")
     proc = subprocess.Popen(cmd, cwd=cwd, start_new_session=True)
     try:
-        rc = proc.wait(timeout=left)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        rc, = wait([proc], deadline)
+    except DeadlineExceeded:
         raise TimeoutError(f"{' '.join(cmd[2:])} ran past the check's deadline and was killed") from None
     if rc != 0:
         raise RuntimeError(f"{' '.join(cmd[2:])} failed with exit code {rc}")
@@ -95,7 +93,7 @@ def main() -> int:
                       "requirements-gpu.lock) and check the driver")
     out = a.out or REPO / "reports" / "reference" / ("gpu-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-"))
     work = Path(tempfile.mkdtemp(prefix="flowerbench-gpu-check-"))
-    deadline = t0 + a.deadline
+    deadline = Deadline(a.deadline)
     try:
         main_variants = {n: {"loop": loop, "replicas": r} for n, (loop, r, mp) in RUNS.items() if not mp}
         mp_variants = {n: {"loop": loop, "replicas": r} for n, (loop, r, mp) in RUNS.items() if mp}

@@ -39,8 +39,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from flowerbench import paths, provenance, render, results  # noqa: E402
 from flowerbench.dataset import list_images  # noqa: E402
+from flowerbench.deadline import Deadline, DeadlineExceeded, guarded  # noqa: E402
 from flowerbench.devices import cpu_count, cpu_model  # noqa: E402
 from flowerbench.io import atomic_write, write_json  # noqa: E402
+from flowerbench.lockfile import pending_stages  # noqa: E402
 
 PY = sys.executable
 
@@ -140,7 +142,8 @@ def noop_repro_seconds() -> float | None:
     env = dict(os.environ, PATH=f"{Path(PY).parent}{os.pathsep}{os.environ['PATH']}")
     dvc = str(Path(PY).parent / "dvc")
     status = subprocess.run([dvc, "status", "--json"], cwd=REPO, capture_output=True, text=True, env=env)
-    if status.returncode != 0 or json.loads(status.stdout or "{}"):
+    # The host stage is always changed and cheap: "up to date" is every other stage unchanged.
+    if status.returncode != 0 or pending_stages(json.loads(status.stdout or "{}")):
         return None
     t0 = time.perf_counter()
     subprocess.run([dvc, "repro"], cwd=REPO, capture_output=True, check=True, env=env)
@@ -165,9 +168,6 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0, keep: Path | None
     """`make reproduce` with the default params in a fresh `git clone` of HEAD, reusing this venv
     (linked in as .venv; `-o` on its stamp stops make from rebuilding it: the clone's files are newer),
     then a no-op `dvc repro` there.  Per-stage seconds come from DVC's "Running stage" lines."""
-    import signal
-    import threading
-
     clone = root / "clone"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True,
@@ -179,30 +179,25 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0, keep: Path | None
     print(f"[bench] make reproduce in a clone of {commit[:12]} (target <= 600 s) ...", file=sys.stderr, flush=True)
     stages, current, t0 = {}, None, time.perf_counter()
     log = []
-    proc = subprocess.Popen(["make", "-o", ".venv/.flowerbench-installed", "reproduce"], cwd=clone, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    # The deadline holds even while make prints nothing: a timer kills its whole process group.
-    killer = threading.Timer(deadline_s, os.killpg, (proc.pid, signal.SIGKILL))
-    killer.start()
+    procs: list[subprocess.Popen] = []
     try:
-        for line in proc.stdout:
-            log.append(line)
-            now = time.perf_counter() - t0
-            if line.startswith("Running stage '"):
-                if current:
-                    stages[current] = now - stages[current]
-                current = line.split("'")[1]
-                stages[current] = now
-                print(f"[bench]   {now:6.1f}s {current}", file=sys.stderr, flush=True)
-        rc = proc.wait()
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    finally:
-        killer.cancel()
-    if time.perf_counter() - t0 >= deadline_s:
-        raise TimeoutError(f"make reproduce ran past {deadline_s:.0f} s and was killed:\n{''.join(log[-20:])}")
+        # The deadline holds even while make prints nothing: guarded() kills its whole process group.
+        with guarded(procs, Deadline(deadline_s)):
+            procs.append(subprocess.Popen(["make", "-o", ".venv/.flowerbench-installed", "reproduce"], cwd=clone,
+                                          env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          start_new_session=True))
+            for line in procs[0].stdout:
+                log.append(line)
+                now = time.perf_counter() - t0
+                if line.startswith("Running stage '"):
+                    if current:
+                        stages[current] = now - stages[current]
+                    current = line.split("'")[1]
+                    stages[current] = now
+                    print(f"[bench]   {now:6.1f}s {current}", file=sys.stderr, flush=True)
+            rc = procs[0].wait()
+    except DeadlineExceeded:
+        raise TimeoutError(f"make reproduce ran past {deadline_s:.0f} s and was killed:\n{''.join(log[-20:])}") from None
     total = time.perf_counter() - t0
     if current:
         stages[current] = total - stages[current]
