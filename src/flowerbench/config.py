@@ -23,6 +23,8 @@ VARIANT_NAME = r"^[a-z][a-z0-9_]{0,63}$"
 # The shape `variants:` had before it became a name-keyed mapping (one DVC stage per key).
 MULTIWORKER_VARIANT = "multiworker_custom"
 VARIANTS_SHAPE = "variants: {single_fit: {loop: fit, replicas: 1}, ...}"
+# The blog's three timed runs (report.blog_seconds may give only these).
+BLOG_RUNS = ("single_fit", "mirrored_fit", "mirrored_custom")
 
 
 # The defaults below are params.yaml's values (tests/test_config.py holds the two together), so a
@@ -35,7 +37,8 @@ class ParamsError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # allow_inf_nan=False: `.nan` / `.inf` are floats to YAML, never a duration, rate or size.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 class DataParams(_Section):
@@ -43,7 +46,7 @@ class DataParams(_Section):
     url: str = "https://storage.googleapis.com/download.tensorflow.org/example_images/flower_photos.tgz"
     sha256: str = "4c54ace7911aaffe13a365c34f650e71dd5bf1be0a58b464e5a7183e3e595d9c"
     size_bytes: Optional[int] = Field(228_813_984, ge=1)
-    archive_path: str = "data/downloads/flower_photos.tgz"
+    archive_path: str = Field("data/downloads/flower_photos.tgz", min_length=1)
     probe_timeout_s: float = Field(3.0, gt=0, le=60)
     timeout_s: float = Field(30.0, gt=0, le=600)
     retries: int = Field(4, ge=0, le=20)
@@ -128,7 +131,7 @@ class MultiworkerParams(_Section):
 class ScalingModelParams(_Section):
     """Inputs of the report's model of the blog's 4-GPU run (docs/performance.md, "The blog explained")."""
     gpus: int = Field(4, ge=2, le=64)
-    parameters: float = Field(23.6e6, gt=0)        # ResNet50 with the 5-class head, fp32 (results record it)
+    parameters: float = Field(23.6e6, ge=1, le=1e12)  # ResNet50 with the 5-class head, fp32 (results record it)
     # Ring all-reduce of those gradients per step, seconds: PCIe from Baidu DeepBench (67 MB in
     # 13.4 ms, scaled to 94.4 MB), NVLink-class assumed 5x faster ("a few ms").
     allreduce_seconds_per_step: dict[str, float] = Field(
@@ -139,6 +142,19 @@ class ScalingModelParams(_Section):
     blog_input_images_per_second: dict[str, float] = Field(
         default_factory=lambda: {"1 core": 800.0, "2 cores": 1359.0})
     ours_input_images_per_second_per_core: float = Field(704.0, gt=0)
+
+    @field_validator("allreduce_seconds_per_step", "blog_input_images_per_second")
+    @classmethod
+    def _positive_named(cls, v: dict[str, float]) -> dict[str, float]:
+        # One row of the model per entry: a name to show and a time or rate that can be divided by.
+        if not v:
+            raise ValueError("must name at least one entry (the model has a row per entry)")
+        for name, x in v.items():
+            if not name.strip():
+                raise ValueError("an entry has an empty name")
+            if not x > 0:
+                raise ValueError(f"{name!r}: must be > 0, got {x!r}")
+        return v
 
 
 class ReportParams(_Section):
@@ -152,6 +168,26 @@ class ReportParams(_Section):
         default_factory=lambda: {"mirrored_fit": 61.0, "mirrored_custom": 67.9}
     )
     scaling_model: ScalingModelParams = Field(default_factory=ScalingModelParams)
+
+    @field_validator("blog_seconds")
+    @classmethod
+    def _blog_runs(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, x in v.items():
+            if name not in BLOG_RUNS:
+                raise ValueError(f"{name!r} is not one of the blog's runs ({', '.join(BLOG_RUNS)})")
+            if not x > 0:
+                raise ValueError(f"{name}: a time must be > 0 s, got {x!r}")
+        return v
+
+    @field_validator("blog_claimed_reduction_pct")
+    @classmethod
+    def _reductions(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, x in v.items():
+            if name == "single_fit":
+                raise ValueError("single_fit: the blog's reductions are against single_fit; it has none of its own")
+            if not x < 100:
+                raise ValueError(f"{name}: a reduction of time must be < 100 % (100 % is zero seconds), got {x!r}")
+        return v
 
 
 class Params(_Section):
@@ -193,6 +229,9 @@ class Params(_Section):
         url = urlsplit(self.data.url)
         if url.scheme not in ("http", "https") or not url.netloc:
             raise ValueError(f"data.url: must be an http(s) URL with a host, got {self.data.url!r}")
+        if self.sweep.replicas and not self.sweep.loops:
+            raise ValueError(f"sweep.loops: empty, so sweep.replicas {self.sweep.replicas} would run nothing; "
+                             f"list fit and/or custom")
         for key, values in (("sweep.replicas", self.sweep.replicas), ("sweep.loops", self.sweep.loops)):
             twice = sorted({v for v in values if values.count(v) > 1})
             if twice:
@@ -206,6 +245,16 @@ class Params(_Section):
                                  f"declares; rename one of them")
             seen[v.name] = origin
         names = list(seen)
+        b, limit = self.train.batch_size_per_replica, self.data.max_images
+        for v in self.all_variants():
+            if self.train.scaling == "strong" and b % v.replicas:
+                raise ValueError(f"train.batch_size_per_replica: strong scaling splits the global batch {b} across "
+                                 f"the {v.replicas} replicas of {v.name}, so it must be divisible by {v.replicas}")
+            need = b * v.replicas if self.train.scaling == "weak" else b
+            if limit is not None and need > limit:
+                raise ValueError(f"data.max_images: {limit} images hold no full global batch of {v.name} "
+                                 f"({b} x {v.replicas} replicas = {need}); raise data.max_images or lower "
+                                 f"train.batch_size_per_replica")
         if self.report.baseline not in seen:
             raise ValueError(f"report.baseline: {self.report.baseline!r} names no variant (have: {', '.join(names)})")
         files = [n for n in names if self.pipeline_of(self.variant(n)) == "files"]
@@ -332,6 +381,9 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ParamsError(f"{path}: params file not found") from None
+    except UnicodeDecodeError as exc:
+        raise ParamsError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start}); "
+                          f"a params file is YAML") from None
     except OSError as exc:
         raise ParamsError(f"{path}: cannot read params file ({exc.strerror})") from None
     try:

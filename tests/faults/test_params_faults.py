@@ -48,6 +48,33 @@ CASES = {
                                    "(120 s)"),
     "blog_baseline_dropped": ({"report.blog_seconds": {"mirrored_fit": 41.66}},
                               "report.blog_seconds: must keep single_fit, the blog's baseline"),
+    # values no run could have produced (issue 25's hostile review)
+    "blog_time_negative": ({"report.blog_seconds": {"single_fit": -110.58}},
+                           "report.blog_seconds: single_fit: a time must be > 0 s, got -110.58"),
+    "blog_time_nan": ({"report.blog_seconds": {"single_fit": float("nan")}},
+                      "report.blog_seconds.single_fit: Input should be a finite number, got nan"),
+    "blog_run_it_never_ran": ({"report.blog_seconds": {"single_fit": 110.58, "mirrored_fit_8": 20.0}},
+                              "report.blog_seconds: 'mirrored_fit_8' is not one of the blog's runs"),
+    "claimed_reduction_of_100_pct": ({"report.blog_claimed_reduction_pct": {"mirrored_fit": 100.0}},
+                                     "report.blog_claimed_reduction_pct: mirrored_fit: a reduction of time must "
+                                     "be < 100 % (100 % is zero seconds), got 100.0"),
+    "claimed_reduction_of_the_baseline": ({"report.blog_claimed_reduction_pct": {"single_fit": 5.0}},
+                                          "report.blog_claimed_reduction_pct: single_fit: the blog's reductions "
+                                          "are against single_fit"),
+    "model_without_an_interconnect": ({"report.scaling_model": {"allreduce_seconds_per_step": {}}},
+                                      "report.scaling_model.allreduce_seconds_per_step: must name at least one"),
+    "model_zero_decode_rate": ({"report.scaling_model": {"blog_input_images_per_second": {"1 core": 0.0}}},
+                               "report.scaling_model.blog_input_images_per_second: '1 core': must be > 0, got 0.0"),
+    "model_infinite_parameters": ({"report.scaling_model": {"parameters": float("inf")}},
+                                  "report.scaling_model.parameters: Input should be a finite number, got inf"),
+    "learning_rate_nan": ({"train.learning_rate": float("nan")},
+                          "train.learning_rate: Input should be a finite number, got nan"),
+    "sweep_with_no_loop": ({"sweep": {"replicas": [2], "loops": []}},
+                           "sweep.loops: empty, so sweep.replicas [2] would run nothing"),
+    "max_images_below_a_global_batch": ({"data.max_images": 6},
+                                        "data.max_images: 6 images hold no full global batch of mirrored_fit "
+                                        "(4 x 2 replicas = 8)"),
+    "empty_archive_path": ({"data.archive_path": ""}, "data.archive_path: "),
 }
 
 
@@ -87,6 +114,13 @@ def test_unknown_variant_name(workdir: Path):
     assert "single_fit" in line  # lists the known ones
 
 
+def test_params_file_that_is_not_text(workdir: Path):
+    """Not UTF-8 (a binary, or a Latin-1 file): one line naming the file, as DVC's own path does."""
+    (workdir / "params.yaml").write_bytes(b"seed: 1\ndata:\n  url: caf\xe9\n")
+    proc = run_cli("fetch", cwd=workdir, timeout=30)
+    assert_clean_failure(proc, 2, "params.yaml: not UTF-8 text (byte 0xe9 at offset 24); a params file is YAML")
+
+
 def test_strong_scaling_indivisible_batch(workdir: Path):
     write_params(workdir / "params.yaml", tiny_params(**{"train.scaling": "strong", "train.batch_size_per_replica": 5}))
     proc = run_cli("train", "--variant", "mirrored_fit", cwd=workdir, timeout=30)
@@ -96,7 +130,7 @@ def test_strong_scaling_indivisible_batch(workdir: Path):
 def test_fewer_images_than_one_global_batch(workdir: Path):
     """30 images, 8 per replica x 4 replicas = 32: refused in one line before TensorFlow loads (it
     used to fail inside fit() with an AddN shape mismatch)."""
-    p = tiny_params(**{"train.batch_size_per_replica": 8})
+    p = tiny_params(**{"train.batch_size_per_replica": 8, "data.max_images": None})  # all 30 on disk
     p["variants"]["mirrored_fit"]["replicas"] = 4
     write_params(workdir / "params.yaml", p)
     proc = run_cli("train", "--variant", "mirrored_fit", cwd=workdir, timeout=60)
