@@ -1,5 +1,6 @@
 """One command line for every stage.
 
+    python -m flowerbench host                                  (describe this machine: data/host.json)
     python -m flowerbench fetch  [--params params.yaml] [--source ...]
     python -m flowerbench train  --variant NAME [--params ...]
     python -m flowerbench report [--params ...]
@@ -7,6 +8,8 @@
     python -m flowerbench launch [--workers N]                  (N local workers)
     python -m flowerbench preflight --params params-blog.yaml   (can this host run it?)
     python -m flowerbench exp-args --params params-blog.yaml    (-S args for dvc exp run)
+    python -m flowerbench measured --since ISO-TIME             (what `make reproduce` measured, reused)
+    python -m flowerbench prune-lock                            (drop dvc.lock entries of removed stages)
 
 Params are validated before TensorFlow is imported, so a bad params file
 fails in under a second with exit code 2 and one line naming the dotted key.
@@ -41,6 +44,11 @@ def tensorflow_env() -> None:
     # step (docs/performance.md).  An explicit user choice wins.
     os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _cmd_host(args, params):
+    from . import host, paths
+    host.run(paths.HOST)
 
 
 def _cmd_fetch(args, params):
@@ -82,6 +90,18 @@ def _cmd_exp_args(args, params):
     print(" ".join(exp_set_args(args.params)))
 
 
+def _cmd_measured(args, params):
+    from . import report
+    print(report.measured_summary(params, since=args.since))
+
+
+def _cmd_prune_lock(args, params):
+    from . import lockfile
+    removed = lockfile.prune()
+    print(f"dvc.lock: removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} of stages dvc.yaml no "
+          f"longer has{': ' + ', '.join(removed) if removed else ''}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m flowerbench", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="STAGE")
@@ -92,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    add("host", "describe this machine (CPU model, usable cores, GPUs, CUDA build) in data/host.json", _cmd_host)
     p = add("fetch", "fetch the flower data into data/flower_photos and write data/manifest.json", _cmd_fetch)
     p.add_argument("--source", choices=["auto", "download", "archive", "synthetic"],
                    help="override data.source for this run")
@@ -109,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
         "before any work starts", _cmd_preflight)
     add("exp-args", "print `-S key=value` arguments that turn params.yaml into this params file "
         "(for `dvc exp run`)", _cmd_exp_args)
+    p = add("measured", "say which results were measured since a time and which were reused (and where)",
+            _cmd_measured)
+    p.add_argument("--since", required=True, help="ISO time the run started (make reproduce passes it)")
+    add("prune-lock", "remove dvc.lock entries of stages that dvc.yaml no longer has", _cmd_prune_lock)
     return parser
 
 
@@ -135,7 +160,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if os.environ.get("FLOWERBENCH_DEBUG"):
             raise
         print(f"flowerbench {args.command}: error: {one_line(exc)}", file=sys.stderr)
-        return 1
+        return getattr(exc, "exit_code", 1)  # e.g. a worker whose port was taken (the launcher retries)
 
 
 def one_line(exc: BaseException) -> str:

@@ -32,19 +32,35 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Optional
 
 from . import paths
 from .config import MULTIWORKER_VARIANT as VARIANT, Params, ParamsError
-from .devices import visible_gpus
+from .deadline import Deadline, DeadlineExceeded, guarded, wait
+from .host import visible_gpus
 from .io import check_writable, write_json
 from .log import get_logger, setup as setup_logging
 
 
 class JobError(RuntimeError):
     """A multi-worker job failed (one line naming the worker)."""
+
+
+# A worker exits with this when its gRPC server cannot bind the port TF_CONFIG gives it
+# (EX_TEMPFAIL): the launcher then restarts the job with fresh ports.
+EXIT_PORT_TAKEN = 75
+# Tests only: the ports of the launcher's first attempt (to inject a collision).
+TEST_PORTS_ENV = "FLOWERBENCH_TEST_PORTS"
+
+
+class PortTaken(JobError):
+    exit_code = EXIT_PORT_TAKEN
+
+
+def forced_ports() -> Optional[list[int]]:
+    raw = os.environ.get(TEST_PORTS_ENV)
+    return [int(p) for p in raw.split(",")] if raw else None
 
 
 def log(who: str, msg: str) -> None:
@@ -138,7 +154,13 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     # a worker that dies later is caught by the launcher (or the scheduler's own job deadline).
     options = tf.distribute.experimental.CommunicationOptions(
         implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
-    strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    try:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    except tf.errors.UnknownError as exc:
+        if "Could not start gRPC server" not in str(exc):
+            raise
+        raise PortTaken(f"worker {index} could not start its gRPC server on {workers[index]}: the port is "
+                        f"taken by another process") from None
     local = _local(workers)
     kind = ("local_" if local else "") + ("gpu_workers" if gpus else "cpu_workers")
     where = "gpu:0" if gpus else "cpu:0"
@@ -185,6 +207,9 @@ def _local(workers: list[str]) -> bool:
 
 
 def free_ports(n: int) -> list[int]:
+    """n ports the OS has just handed out.  They are released before the workers bind them (TF's
+    gRPC server turns port reuse off, and TF_CONFIG must list every port up front, so they cannot
+    be held): another process may take one in between, which the launcher survives by restarting."""
     socks = []
     try:
         for _ in range(n):
@@ -195,20 +220,6 @@ def free_ports(n: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
-
-
-def _kill_all(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    for p in procs:
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
-            pass
 
 
 def worker_env(index: int, addresses: list[str], gpus: list[str], base: Optional[dict] = None) -> dict:
@@ -225,6 +236,10 @@ def worker_env(index: int, addresses: list[str], gpus: list[str], base: Optional
     return env
 
 
+# A port taken between free_ports() and the worker's bind: restart the whole job with fresh ports.
+PORT_ATTEMPTS = 3
+
+
 def launch_main(params: Params, workers: Optional[int] = None, params_path: str = "params.yaml",
                 extra_worker_args: Optional[list[str]] = None, results_dir: Path = paths.RESULTS) -> int:
     n = params.multiworker.workers if workers is None else workers
@@ -238,42 +253,53 @@ def launch_main(params: Params, workers: Optional[int] = None, params_path: str 
     out = paths.result_path(VARIANT, results_dir)
     check_writable(out.parent)
     out.unlink(missing_ok=True)
-    deadline = params.multiworker.deadline_s
-    addresses = [f"127.0.0.1:{p}" for p in free_ports(n)]
+    deadline = Deadline(params.multiworker.deadline_s)
     scratch = Path(tempfile.mkdtemp(prefix=".launch-", dir=out.parent))
     tmp_out = scratch / out.name
-    procs: list[subprocess.Popen] = []
-    start = time.monotonic()
+    cmd = [sys.executable, "-m", "flowerbench", "worker", "--params", params_path, "--variant", VARIANT,
+           "--out", str(tmp_out), *(extra_worker_args or [])]
     try:
         gpus = visible_gpus()
-        for i in range(n):
-            env = worker_env(i, addresses, gpus)
-            cmd = [sys.executable, "-m", "flowerbench", "worker", "--params", params_path, "--variant", VARIANT,
-                   "--out", str(tmp_out), *(extra_worker_args or [])]
-            # Own process group: a SIGKILL to the group takes the worker and anything it forked.
-            procs.append(subprocess.Popen(cmd, env=env, start_new_session=True))
-            log("launch", f"started worker {i} pid {procs[-1].pid} at {addresses[i]}")
-        while True:
-            codes = [p.poll() for p in procs]
-            failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                i, c = failed[0]
-                how = f"killed by signal {-c}" if c < 0 else f"exited with code {c}"
-                _kill_all(procs)
-                raise JobError(f"worker {i} ({addresses[i]}) {how}; stopped the other worker(s); no result written")
-            if all(c == 0 for c in codes):
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            ports = (forced_ports() if attempt == 1 else None) or free_ports(n)
+            addresses = [f"127.0.0.1:{p}" for p in ports]
+            taken = _run_job(cmd, addresses, gpus, deadline)
+            if taken is None:
                 break
-            if time.monotonic() - start > deadline:
-                alive = [str(i) for i, c in enumerate(codes) if c is None]
-                _kill_all(procs)
-                raise JobError(f"job exceeded multiworker.deadline_s={deadline:g}s; killed worker(s) "
-                               f"{', '.join(alive)}; no result written")
-            time.sleep(0.2)
+            if attempt == PORT_ATTEMPTS:
+                raise JobError(f"worker {taken} could not bind {addresses[taken]} on {PORT_ATTEMPTS} attempts "
+                               f"with fresh ports each time (another process keeps taking them); no result written")
+            log("launch", f"worker {taken} could not bind {addresses[taken]} (taken by another process after it "
+                f"was chosen); restarting the {n}-worker job with fresh ports (attempt {attempt + 1} of "
+                f"{PORT_ATTEMPTS})")
         if not tmp_out.is_file():
             raise JobError(f"chief (worker 0) exited 0 but wrote no result to {tmp_out}")
         os.replace(tmp_out, out)
-        log("launch", f"{n} workers finished in {time.monotonic() - start:.1f}s -> {out}")
+        log("launch", f"{n} workers finished in {deadline.seconds - deadline.left():.1f}s -> {out}")
         return 0
     finally:
-        _kill_all(procs)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_job(cmd: list[str], addresses: list[str], gpus: list[str], deadline: Deadline) -> Optional[int]:
+    """Start one worker per address and wait for all of them: None when every worker exited 0, the
+    index of a worker that could not bind its port (the job can be retried), JobError otherwise."""
+    procs: list[subprocess.Popen] = []
+    try:
+        with guarded(procs, deadline):
+            for i in range(len(addresses)):
+                # Own process group: a SIGKILL to the group takes the worker and anything it forked.
+                procs.append(subprocess.Popen(cmd, env=worker_env(i, addresses, gpus), start_new_session=True))
+                log("launch", f"started worker {i} pid {procs[-1].pid} at {addresses[i]}")
+            codes = wait(procs, deadline)
+    except DeadlineExceeded as exc:
+        raise JobError(f"job exceeded multiworker.deadline_s={deadline.seconds:g}s; killed worker(s) "
+                       f"{', '.join(map(str, exc.alive)) or 'none (all had ended)'}; no result written") from None
+    failed = [(i, c) for i, c in enumerate(codes) if c not in (None, 0)]
+    if not failed:
+        return None
+    i, c = failed[0]
+    if c == EXIT_PORT_TAKEN:
+        return i
+    how = f"killed by signal {-c}" if c < 0 else f"exited with code {c}"
+    raise JobError(f"worker {i} ({addresses[i]}) {how}; stopped the other worker(s); no result written")

@@ -207,6 +207,36 @@ def test_launcher_deadline_kills_everything(workdir):
     assert not (workdir / "results" / "multiworker_custom.json").exists()
 
 
+def test_a_port_taken_before_a_worker_binds_restarts_the_job_with_fresh_ports(workdir):
+    """The launcher's ports are free when chosen and released before the workers bind them (TF's
+    gRPC server refuses port reuse and TF_CONFIG lists every port, so they cannot be held): another
+    process can take one in between.  Injected here: the test holds the first attempt's port of
+    worker 0.  That worker exits with EX_TEMPFAIL, the launcher kills the job, says so in one line,
+    and the second attempt, on fresh ports, writes the result."""
+    import socket
+
+    from flowerbench.multiworker import EXIT_PORT_TAKEN, TEST_PORTS_ENV, free_ports
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    spare, = free_ports(1)
+    try:
+        proc = run_cli("launch", cwd=workdir, timeout=240, env=cli_env(**{TEST_PORTS_ENV: f"{taken},{spare}"}))
+    finally:
+        held.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert EXIT_PORT_TAKEN == 75
+    assert (f"worker 0 could not bind 127.0.0.1:{taken} (taken by another process after it was chosen); "
+            f"restarting the 2-worker job with fresh ports (attempt 2 of 3)") in proc.stderr
+    assert (f"flowerbench worker: error: worker 0 could not start its gRPC server on 127.0.0.1:{taken}: the port is "
+            f"taken by another process") in proc.stderr
+    result = json.loads((workdir / "results" / "multiworker_custom.json").read_text())
+    assert result["workers"] == 2 and not any(f":{taken}/" in d for d in result["devices"])
+    assert [p.name for p in (workdir / "results").iterdir()] == ["multiworker_custom.json"]
+
+
 def test_worker_without_tf_config(workdir):
     proc = run_cli("worker", cwd=workdir, timeout=60)
     assert_clean_failure(proc, 1, "TF_CONFIG is not set")
