@@ -81,14 +81,33 @@ lock-gpu:
 	  --extra test --extra gpu --constraint requirements.lock --output-file requirements-gpu.lock $(LOCK_ARGS) pyproject.toml
 	@echo "requirements-gpu.lock: $$(grep -c '==' requirements-gpu.lock) pins; install with make venv GPU=1 (on a GPU host)"
 
-.PHONY: reproduce
-## reproduce: run the whole pipeline with params.yaml (fetch, train variants, sweep, multi-worker, report)
-reproduce: $(STAMP)
+# One `dvc repro` per checkout at a time (flock), then: dvc.lock pruned of stages dvc.yaml no longer
+# has, and one summary of which results were measured now and which were reused (with their host).
+define REPRODUCE
 	@mkdir -p .dvc/tmp
-	@flock --nonblock --conflict-exit-code 75 .dvc/tmp/flowerbench-reproduce.lock $(DVC) repro || { rc=$$?; \
+	@since=$$(date -u +%Y-%m-%dT%H:%M:%S+00:00); \
+	flock --nonblock --conflict-exit-code 75 .dvc/tmp/flowerbench-reproduce.lock $(DVC) repro $(1) || { rc=$$?; \
 	  if [ $$rc -eq 75 ]; then echo "flowerbench: another \`make reproduce\` holds this checkout" \
-	    "(.dvc/tmp/flowerbench-reproduce.lock); wait for it to finish" >&2; fi; exit $$rc; }
+	    "(.dvc/tmp/flowerbench-reproduce.lock); wait for it to finish" >&2; fi; exit $$rc; }; \
+	$(PY) -m flowerbench prune-lock; \
+	$(PY) -m flowerbench measured --since "$$since"
 	@echo "report: reports/report.html (offline) and reports/report.md; metrics: dvc metrics show"
+endef
+
+.PHONY: reproduce
+## reproduce: run the pipeline with params.yaml on this host (reruns training when the host differs from the last run's)
+reproduce: $(STAMP)
+	$(call REPRODUCE,)
+
+.PHONY: remeasure
+## remeasure: measure every result again on this host (dvc repro --force: the lock stays consistent)
+remeasure: $(STAMP)
+	$(call REPRODUCE,--force)
+
+.PHONY: prune-lock
+## prune-lock: drop dvc.lock entries of stages dvc.yaml no longer has (make reproduce does it too)
+prune-lock: $(STAMP)
+	$(PY) -m flowerbench prune-lock
 
 .PHONY: reproduce-blog
 ## reproduce-blog: the blog's exact run (params-blog.yaml: 224 px, 64/replica, 1+10 epochs, 4 GPUs) as a DVC experiment -> reports/blog/

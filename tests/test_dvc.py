@@ -5,6 +5,7 @@ two named experiments (show, diff, apply), and push -> fresh clone -> pull."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ import yaml
 
 from flowerbench import paths
 from flowerbench.config import TrainParams
+from flowerbench.lockfile import pending_stages
 from tests.conftest import REPO, VENV_BIN, cli_env, dvc, git, write_params
 from tests.stage_deps import closure
 
@@ -23,6 +25,7 @@ SPAWNS = {"launch": ["launch", "worker"]}
 # Params every training stage reads (train.verbose only changes progress output).
 TRAIN_PARAMS = ["seed", "data.image_size", "data.max_images", "data.pipeline", "data.cache", "model",
                 *[f"train.{k}" for k in TrainParams.model_fields if k != "verbose"]]
+
 def stages() -> dict:
     return yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
 
@@ -37,6 +40,11 @@ def _names(items) -> list[str]:
 
 def test_dvc_yaml_outputs_match_paths_module():
     st = stages()
+    assert st["host"]["outs"] == [{str(paths.HOST): {"cache": False}}] and st["host"]["always_changed"] is True
+    # every stage that measures depends on the host description, and so does the report
+    for name in ("train", "sweep", "multiworker", "report"):
+        assert str(paths.HOST) in _body(st[name])["deps"], name
+    assert str(paths.HOST) not in st["fetch"]["deps"]  # the data do not depend on the machine
     assert _names(st["fetch"]["outs"]) == [str(paths.FLOWERS), str(paths.QUARANTINE), str(paths.MANIFEST)]
     report = st["report"]
     assert _names(report["outs"]) == [str(paths.REPORT_MD), str(paths.REPORT_HTML), str(paths.FIGURES), str(paths.PLOTS)]
@@ -84,17 +92,31 @@ def test_the_closure_follows_handlers_and_stages_stand_on_shared_modules():
 def test_param_deps_are_narrow():
     st = stages()
     assert st["train"]["foreach"] == "${variants}"
-    assert _body(st["train"])["params"] == [*TRAIN_PARAMS, "variants.${key}"]
-    assert st["sweep"]["params"] == TRAIN_PARAMS
-    assert st["multiworker"]["params"] == [*TRAIN_PARAMS, "multiworker"]
+    assert _body(st["train"])["params"] == [{"params.yaml": TRAIN_PARAMS}, "variants.${key}"]
+    assert st["sweep"]["params"] == [{"params.yaml": TRAIN_PARAMS}]
+    assert st["multiworker"]["params"] == [{"params.yaml": TRAIN_PARAMS}, "multiworker"]
     assert not any(p.startswith("train") for p in st["fetch"]["params"])
+
+
+def test_training_params_are_named_once_and_aliased():
+    """dvc.yaml lists the training params once (a YAML anchor in train's meta) and the other training
+    stages alias it, so the three can never disagree; DVC resolves the alias to the same keys."""
+    text = (REPO / "dvc.yaml").read_text()
+    for key in TRAIN_PARAMS:
+        assert len([l for l in text.splitlines() if l.strip() == f"- {key}"]) == 1, key
+    assert text.count("&training_params") == 1 and text.count("*training_params") == 3
+    listed = dvc("stage", "list", cwd=REPO).stdout  # DVC itself parses the anchors
+    assert "train@single_fit" in listed and "multiworker" in listed
 
 
 # --------------------------------------------------------------------------- a real pipeline
 
 
 def status(repo: Path) -> dict:
-    return json.loads(dvc("status", "--json", cwd=repo).stdout or "{}")
+    """`dvc status --json` minus the host stage's permanent entry: the host stage is always_changed,
+    so this asserts that its entry is exactly "always changed" (else it is kept and shows up in the
+    caller's comparison) and {} means every other stage is up to date."""
+    return pending_stages(json.loads(dvc("status", "--json", cwd=repo).stdout or "{}"))
 
 
 def test_repro_produces_every_result_and_the_report(pipeline_repo):
@@ -106,8 +128,13 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     assert manifest["synthetic"] is True and manifest["total"] == 3670
     r = json.loads((repo / "results" / "mirrored_fit.json").read_text())
     assert r["replicas"] == 4 and r["device_kind"] == "logical_cpu" and r["git_commit"]
-    # made from the committed code: the rewritten outputs of the run do not make the tree dirty
+    # made from the committed code: the rewritten outputs of the run (data/host.json included) do not
+    # make the tree dirty
     assert r["git_dirty"] is False and r["git_changed"] == []
+    # the result carries the description of the machine that measured it, the host stage's output
+    assert r["host"] == json.loads((repo / "data" / "host.json").read_text())
+    assert r["host"]["usable_cores"] == len(os.sched_getaffinity(0)) and "hostname" not in r["host"]
+    assert "data/host.json" in git("ls-files", "data", cwd=repo).split()
     figs = sorted(p.name for p in (repo / "reports" / "figures").glob("*.png"))
     assert figs == ["epoch_seconds.png", "reduction.png", "scaling.png", "timed_seconds.png", "vs_blog.png"]
     html = (repo / "reports" / "report.html").read_text()
@@ -146,12 +173,44 @@ def test_plots_draw_one_line_per_variant_warmup_apart(pipeline_repo):
 
 
 def test_second_repro_is_a_no_op(pipeline_repo):
+    """On the same host only the (cheap, always-changed) host stage runs; its output keeps its bytes,
+    so every training stage and the report are skipped."""
     before = (pipeline_repo / "results" / "single_fit.json").read_bytes()
+    host = (pipeline_repo / "data" / "host.json").read_bytes()
     t0 = time.monotonic()
     proc = dvc("repro", cwd=pipeline_repo)
     print(f"no-op dvc repro: {time.monotonic() - t0:.1f} s")
-    assert "Running stage" not in proc.stdout
+    ran = [l.split("'")[1] for l in proc.stdout.splitlines() if l.startswith("Running stage")]
+    assert ran == ["host"], proc.stdout
+    assert "Stage 'train@single_fit' didn't change, skipping" in proc.stdout
     assert (pipeline_repo / "results" / "single_fit.json").read_bytes() == before
+    assert (pipeline_repo / "data" / "host.json").read_bytes() == host
+    assert git("status", "--porcelain", cwd=pipeline_repo) == ""
+
+
+def test_another_core_count_reruns_every_training_stage_and_the_report(pipeline_repo):
+    """The host as a dependency: the host stage run under a one-core affinity mask (as under
+    `taskset -c 0`) describes another machine, and DVC then finds every training stage and the
+    report changed, through data/host.json alone (nothing is retrained here)."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core is all this host has: no other core count to move to")
+    env = cli_env(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(pipeline_repo / ".dvc" / "tmp" / "site-cache"))
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    try:
+        proc = subprocess.run([str(VENV_BIN / "dvc"), "repro", "host"], cwd=pipeline_repo, capture_output=True,
+                              text=True, timeout=120, env=env, preexec_fn=lambda: os.sched_setaffinity(0, cores[:1]))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert json.loads((pipeline_repo / "data" / "host.json").read_text())["usable_cores"] == 1
+        changed = status(pipeline_repo)
+        assert set(changed) == {"train@single_fit", "train@mirrored_fit", "train@single_custom",
+                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
+        for name, entries in changed.items():
+            deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
+            assert deps == {"data/host.json": "modified"}, (name, entries)
+    finally:
+        git("checkout", "--", "data/host.json", "dvc.lock", cwd=pipeline_repo)
+    assert status(pipeline_repo) == {}
 
 
 def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
@@ -160,7 +219,7 @@ def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
     try:
         cli.write_text(text + "\n# an edit\n")
         changed = status(pipeline_repo)
-        assert set(changed) == {"fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
+        assert set(changed) == {"host", "fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
                                 "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
         for name, entries in changed.items():  # dvc status: [{"changed deps": {path: "modified"}}]
             deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}

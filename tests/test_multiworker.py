@@ -107,7 +107,7 @@ def test_visible_gpus_reads_cuda_visible_devices_then_nvidia_smi(monkeypatch, tm
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     # A stand-in for the driver's tool (this host has none): two GPUs listed.
     smi = tmp_path / "nvidia-smi"
-    smi.write_text("#!/bin/sh\necho 'GPU 0: Tesla V100-SXM2-16GB (UUID: GPU-a)'\necho 'GPU 1: Tesla V100-SXM2-16GB (UUID: GPU-b)'\n")
+    smi.write_text("#!/bin/sh\necho 'Tesla V100-SXM2-16GB, 535.104.05'\necho 'Tesla V100-SXM2-16GB, 535.104.05'\n")
     smi.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     assert visible_gpus() == ["0", "1"]

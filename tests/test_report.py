@@ -15,6 +15,10 @@ KNOWN = {"single_fit": ("fit", 1, 100.0), "mirrored_fit": ("fit", 2, 60.0), "sin
          "mirrored_custom": ("custom", 2, 50.0), "multiworker_custom": ("custom", 2, 70.0)}
 
 
+TEST_HOST = {"host_schema": 1, "cpu_model": "Test CPU", "machine": "x86_64", "usable_cores": 2, "gpu_count": 0,
+             "gpu_models": [], "gpu_driver": None, "tensorflow_build": {"installed": True, "is_cuda_build": False}}
+
+
 def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, synthetic: bool) -> dict:
     """A complete, valid result (results.Result) with known numbers."""
     from flowerbench.results import SCHEMA_VERSION
@@ -43,7 +47,7 @@ def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, 
         "onednn": "1", "tf_built_with_cuda": True, "data_source": "synthetic" if synthetic else "download",
         "data_label": None, "data_synthetic": synthetic, "data_tree_sha256": "0" * 64, "params": tiny_params(),
         "versions": {"python": "3.11", "tensorflow": "2.21.0"}, "git_commit": "abc", "git_dirty": False,
-        "git_changed": [], "hostname": "test", "platform": "Linux", "argv": ["train"],
+        "git_changed": [], "host": dict(TEST_HOST), "hostname": "test", "platform": "Linux", "argv": ["train"],
         "started_at": "2026-12-04T10:00:00+00:00", "finished_at": "2026-12-04T10:05:00+00:00",
     }
 
@@ -245,3 +249,38 @@ def test_without_a_tensors_twin_the_report_says_so(workdir):
     m = _report(workdir)
     assert m["input_ceiling"] == {}
     assert "No in-memory-tensors variant ran" in (workdir / "reports" / "report.md").read_text()
+
+
+def test_the_report_says_where_each_result_was_measured(workdir):
+    """Results from this report's host are listed as such; one from another host (another core
+    count) gets a MEASURED ELSEWHERE banner naming it, its host and its date."""
+    fake_results(workdir / "results")
+    (workdir / "data" / "host.json").write_text(json.dumps(TEST_HOST))
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "MEASURED ELSEWHERE" not in md
+    assert "- this host (Test CPU, 2 usable core(s), no GPU; hostname test), 2026-12-04: single_fit," in md
+    moved = json.loads((workdir / "results" / "mirrored_fit.json").read_text())
+    moved["host"]["usable_cores"] = 64
+    moved["hostname"], moved["started_at"] = "big", "2026-11-30T09:00:00+00:00"
+    (workdir / "results" / "mirrored_fit.json").write_text(json.dumps(moved))
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    banner = next(l for l in md.splitlines() if "MEASURED ELSEWHERE" in l)
+    assert "1 of 5 results (mirrored_fit) were measured on Test CPU, 64 usable core(s), no GPU (hostname big, " \
+           "2026-11-30), not on this report's host (Test CPU, 2 usable core(s), no GPU)" in banner
+    assert "- ANOTHER host (Test CPU, 64 usable core(s), no GPU; hostname big), 2026-11-30: mirrored_fit" in md
+
+
+def test_measured_says_what_was_measured_now_and_what_was_reused(workdir):
+    fake_results(workdir / "results")
+    (workdir / "data" / "host.json").write_text(json.dumps(TEST_HOST))
+    now = run_cli("measured", "--since", "2026-12-04T10:00:00+00:00", cwd=workdir)
+    assert now.returncode == 0, now.stderr
+    assert now.stdout.splitlines()[0] == ("flowerbench: 5 result(s) measured now on this host (Test CPU, 2 usable "
+                                          "core(s), no GPU), 0 reused")
+    later = run_cli("measured", "--since", "2026-12-06T00:00:00+00:00", cwd=workdir).stdout.splitlines()
+    assert later[0].endswith("0 result(s) measured now on this host (Test CPU, 2 usable core(s), no GPU), 5 reused")
+    assert later[1] == ("  reused, measured on this host (Test CPU, 2 usable core(s), no GPU; hostname test), "
+                        "2026-12-04: single_fit, mirrored_fit, single_custom, mirrored_custom, multiworker_custom")
+    assert "make remeasure" in later[2]

@@ -26,13 +26,13 @@ Thread policy for logical CPU replicas (train.thread_policy):
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .config import TrainParams
+from .host import cpu_model, usable_cores, visible_gpus  # noqa: F401  (re-exported)
 from .log import get_logger
 
 
@@ -98,35 +98,7 @@ def import_tensorflow():
     return tf
 
 
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def visible_gpus() -> list[str]:
-    """The GPU ids this process may use, without importing TensorFlow: CUDA_VISIBLE_DEVICES when
-    set (an empty value hides every GPU), else one per line of `nvidia-smi -L`; [] without a driver."""
-    given = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if given is not None:
-        return [g.strip() for g in given.split(",") if g.strip() and g.strip() != "-1"]
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=20, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+cpu_count = usable_cores  # the cores this process may use (affinity mask, cgroup quota)
 
 
 def _gpu_memory_mb() -> Optional[int]:

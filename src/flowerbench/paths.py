@@ -14,6 +14,7 @@ DATA = Path("data")
 FLOWERS = DATA / "flower_photos"          # the image folder, one sub-folder per class
 MANIFEST = DATA / "manifest.json"         # what fetch delivered: source, hashes, counts, quarantine
 QUARANTINE = DATA / "quarantine"          # files that failed to decode, moved out of FLOWERS
+HOST = DATA / "host.json"                 # the machine the training stages measure (stage `host`)
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})  # what counts as an image in FLOWERS
 RESULTS = Path("results")                 # one JSON per variant
 REPORTS = Path("reports")

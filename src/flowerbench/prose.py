@@ -6,6 +6,7 @@ given (metrics.py); nothing here reads a file or draws.
 from __future__ import annotations
 
 from . import metrics as M
+from .host import label as host_label
 from .results import Result
 
 EMULATED_KINDS = {"logical_cpu", "logical_gpu", "local_cpu_workers"}
@@ -37,6 +38,28 @@ def banners(results: list[Result]) -> list[str]:
         out.append(f"INPUT CEILING: {', '.join(ceiling)} fed random in-memory tensors (no JPEG decoding): "
                    "they measure the model alone, not the data pipeline.")
     return out
+
+
+def where_measured(results: list[Result], here: dict) -> tuple[list[str], list[str]]:
+    """(lines, banners): which host measured each result and when, grouped by host; a banner for
+    every group measured on another host than `here` (the description of the machine rendering)."""
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        groups.setdefault(host_label(r.host), []).append(r)
+    lines, out = [], []
+    for name, rs in groups.items():
+        same = rs[0].host == here
+        days = sorted({r.started_at[:10] for r in rs})
+        hosts = sorted({r.hostname for r in rs})
+        lines.append(f"{'this host' if same else 'ANOTHER host'} ({name}; hostname {', '.join(hosts)}), "
+                     f"{' to '.join([days[0], days[-1]] if len(days) > 1 else days)}: "
+                     f"{', '.join(r.variant for r in rs)}")
+        if not same:
+            out.append(f"MEASURED ELSEWHERE: {len(rs)} of {len(results)} results ({', '.join(r.variant for r in rs)}) "
+                       f"were measured on {name} (hostname {', '.join(hosts)}, {days[-1]}), not on this "
+                       f"report's host ({host_label(here)}); their timings describe that machine. "
+                       f"`make remeasure` measures them here.")
+    return lines, out
 
 
 def findings(results: list[Result], metrics: dict, baseline: str) -> str:

@@ -16,10 +16,12 @@ from pathlib import Path
 
 from . import metrics as M, paths, provenance, render
 from .prose import (ATTRIBUTION, banners, code_state, conclusion, confounders, findings, fmt as _fmt,
-                    run_kind_label, seconds_cell, speedup_cell, versus, versus_same_loop, blog_model_text)
+                    run_kind_label, seconds_cell, speedup_cell, versus, versus_same_loop, blog_model_text,
+                    where_measured)
 from .config import Params
 from .figures import figures
-from .io import atomic_write, write_dir, write_json
+from .host import describe as describe_host, label as host_label
+from .io import atomic_write, read_json, write_dir, write_json
 from .log import get_logger
 from .results import Result, ResultError, load
 
@@ -52,8 +54,36 @@ def load_results(params: Params, results_dir: Path = paths.RESULTS) -> list[Resu
     return out
 
 
+def current_host(path: Path = paths.HOST) -> dict:
+    """The machine this report is rendered on: the pipeline's data/host.json, or (the report run
+    on its own, outside DVC) a fresh description."""
+    try:
+        return read_json(path)
+    except (OSError, ValueError):
+        return describe_host()
+
+
+def measured_summary(params: Params, since: str, results_dir: Path = paths.RESULTS) -> str:
+    """What `make reproduce` prints at its end: how many results this run measured, how many it
+    reused from an earlier run, and the host and date of those."""
+    import datetime as dt
+
+    results = load_results(params, results_dir)
+    start = dt.datetime.fromisoformat(since)
+    new = [r for r in results if dt.datetime.fromisoformat(r.started_at) >= start]
+    old = [r for r in results if r not in new]
+    here = current_host()
+    out = [f"flowerbench: {len(new)} result(s) measured now on this host ({host_label(here)}), {len(old)} reused"]
+    if old:
+        lines, _ = where_measured(old, here)
+        out += [f"  reused, measured on {line}" for line in lines]
+        out.append("  (DVC reran nothing for them: same code, params, data and host description; "
+                   "`make remeasure` measures every result again)")
+    return "\n".join(out)
+
+
 def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: list[dict],
-             figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str]) -> str:
+             figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str], here: dict) -> str:
     base, r0 = params.report.baseline, results[0]
     scaling = ("the global batch grows with replicas, as in the blog, so runs differ in steps per epoch"
                if r0.scaling == "weak" else
@@ -61,7 +91,11 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
     data = ("a generated stand-in for flower_photos (not the real photos)" if any(r.data_synthetic for r in results)
             else "flower_photos")
     b = [f"# flowerbench report: multi-replica {r0.model} training on {data}"]
-    b += [render.banner(t) for t in banners(results)] + [render.banner(f"WARNING: {w}") for w in warnings]
+    measured, elsewhere = where_measured(results, here)
+    b += [render.banner(t) for t in banners(results) + elsewhere]
+    b += [render.banner(f"WARNING: {w}") for w in warnings]
+    b.append(f"Rendered on {host_label(here)}. Where each result was measured:")
+    b.append(render.bullets(measured))
     b.append(f"{len(results)} variant(s); {r0.image_size} px, {r0.images_per_epoch} images per epoch, "
              f"{r0.batch_size_per_replica} per replica ({r0.scaling} scaling: {scaling}), {r0.warmup_epochs} "
              f"warm-up + {r0.epochs} timed epoch(s), model {r0.model}.")
@@ -183,7 +217,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     ceiling = M.input_ceiling(results)
     df = M.tidy(results)
     figs = figures(results, metrics, df, params.report, run_kind_label(results), audit)
-    md = markdown(results, metrics, audit, ceiling, figs, params, warnings)
+    md = markdown(results, metrics, audit, ceiling, figs, params, warnings, current_host())
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.

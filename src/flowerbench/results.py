@@ -17,10 +17,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .io import OutputError, read_json
 
+# 4: `host`, the host description (host.py) of the machine that measured the run; the report
+# compares it with the machine it is rendered on.
 # 3: data.pipeline `synthetic` renamed `tensors` (the stand-in data set alone is "synthetic").
 # 2: the multi-worker worker writes the same record as `train` (optimizer_class, dtype_policy,
 # workers, real start/finish times); 1 was the first release.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class ResultError(RuntimeError):
@@ -102,6 +104,7 @@ class Result(BaseModel):
     git_commit: Optional[str]
     git_dirty: Optional[bool]
     git_changed: Optional[list[str]]
+    host: dict[str, Any]      # host.describe(): what changes a timing (CPU model, usable cores, GPUs, CUDA build)
     hostname: str
     platform: str
     argv: list[str]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import paths, provenance
+from . import host, paths, provenance
 from .config import Params, ParamsError, Variant, resolved_dict
 from .io import check_writable, read_json
 from .log import get_logger
@@ -140,7 +140,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
     out.update(extra)
     out.update(data_provenance())
     out.update(params=resolved_dict(params), versions=provenance.versions(), **provenance.git_state(),
-               **provenance.host())
+               host=host.describe(), **provenance.host())
     return make_result(out)
 
 

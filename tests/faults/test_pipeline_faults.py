@@ -90,7 +90,7 @@ def test_a_hard_kill_mid_stage_loses_nothing_committed_and_the_rerun_completes(p
     result.unlink()
     proc = dvc("repro", cwd=pipeline_repo)
     ran = sorted(l.split("'")[1] for l in proc.stdout.splitlines() if l.startswith("Running stage"))
-    assert ran == ["report", "train@single_custom"] and status(pipeline_repo) == {}
+    assert ran == ["host", "report", "train@single_custom"] and status(pipeline_repo) == {}
     _back_to_the_committed_run(pipeline_repo)
 
 
