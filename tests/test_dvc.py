@@ -19,6 +19,10 @@ from flowerbench.lockfile import pending_stages
 from tests.conftest import REPO, VENV_BIN, cli_env, dvc, git, write_params
 from tests.stage_deps import closure
 
+# The tests on conftest's pipeline_repo run on one xdist worker (they share its copy); the
+# experiments test, the longest, is a group of its own with a copy of its own.
+pytestmark = pytest.mark.xdist_group("pipeline")
+
 PKG_DIR = REPO / "src" / "flowerbench"
 # The subcommands a stage's command runs: `launch` starts `python -m flowerbench worker` processes.
 SPAWNS = {"launch": ["launch", "worker"]}
@@ -102,8 +106,9 @@ def test_training_params_are_named_once_and_aliased():
     """dvc.yaml lists the training params once (a YAML anchor in train's meta) and the other training
     stages alias it, so the three can never disagree; DVC resolves the alias to the same keys."""
     text = (REPO / "dvc.yaml").read_text()
+    training = text[text.index("\n  train:\n"):text.index("\n  report:\n")]  # fetch reads `seed` too
     for key in TRAIN_PARAMS:
-        assert len([l for l in text.splitlines() if l.strip() == f"- {key}"]) == 1, key
+        assert len([l for l in training.splitlines() if l.strip() == f"- {key}"]) == 1, key
     assert text.count("&training_params") == 1 and text.count("*training_params") == 3
     listed = dvc("stage", "list", cwd=REPO).stdout  # DVC itself parses the anchors
     assert "train@single_fit" in listed and "multiworker" in listed
@@ -245,6 +250,7 @@ def test_adding_a_variant_leaves_the_others_up_to_date(pipeline_repo):
     assert status(pipeline_repo) == {}
 
 
+@pytest.mark.xdist_group("pipeline-exp")
 def test_named_experiments_are_kept_compared_and_restored(pipeline_repo):
     repo = pipeline_repo
     run_a = dvc("exp", "run", "-n", "a", "-S", "train.batch_size_per_replica=8", cwd=repo)
@@ -299,5 +305,6 @@ def test_push_then_a_fresh_clone_pulls_to_a_clean_status(pipeline_repo, tmp_path
     assert (clone / "reports" / "report.html").read_bytes() == (pipeline_repo / "reports" / "report.html").read_bytes()
     assert len(list((clone / "data" / "flower_photos").rglob("*.jpg"))) == 3670
     assert status(clone) == {}
-    proc = dvc("repro", cwd=clone)
-    assert "Running stage" not in proc.stdout
+    proc = dvc("repro", cwd=clone)  # the same host: only the host stage runs, and nothing changes
+    assert [l.split("'")[1] for l in proc.stdout.splitlines() if l.startswith("Running stage")] == ["host"]
+    assert git("status", "--porcelain", cwd=clone) == ""

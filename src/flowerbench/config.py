@@ -245,16 +245,6 @@ class Params(_Section):
                                  f"declares; rename one of them")
             seen[v.name] = origin
         names = list(seen)
-        b, limit = self.train.batch_size_per_replica, self.data.max_images
-        for v in self.all_variants():
-            if self.train.scaling == "strong" and b % v.replicas:
-                raise ValueError(f"train.batch_size_per_replica: strong scaling splits the global batch {b} across "
-                                 f"the {v.replicas} replicas of {v.name}, so it must be divisible by {v.replicas}")
-            need = b * v.replicas if self.train.scaling == "weak" else b
-            if limit is not None and need > limit:
-                raise ValueError(f"data.max_images: {limit} images hold no full global batch of {v.name} "
-                                 f"({b} x {v.replicas} replicas = {need}); raise data.max_images or lower "
-                                 f"train.batch_size_per_replica")
         if self.report.baseline not in seen:
             raise ValueError(f"report.baseline: {self.report.baseline!r} names no variant (have: {', '.join(names)})")
         files = [n for n in names if self.pipeline_of(self.variant(n)) == "files"]

@@ -71,9 +71,6 @@ CASES = {
                           "train.learning_rate: Input should be a finite number, got nan"),
     "sweep_with_no_loop": ({"sweep": {"replicas": [2], "loops": []}},
                            "sweep.loops: empty, so sweep.replicas [2] would run nothing"),
-    "max_images_below_a_global_batch": ({"data.max_images": 6},
-                                        "data.max_images: 6 images hold no full global batch of mirrored_fit "
-                                        "(4 x 2 replicas = 8)"),
     "empty_archive_path": ({"data.archive_path": ""}, "data.archive_path: "),
 }
 
@@ -130,7 +127,7 @@ def test_strong_scaling_indivisible_batch(workdir: Path):
 def test_fewer_images_than_one_global_batch(workdir: Path):
     """30 images, 8 per replica x 4 replicas = 32: refused in one line before TensorFlow loads (it
     used to fail inside fit() with an AddN shape mismatch)."""
-    p = tiny_params(**{"train.batch_size_per_replica": 8, "data.max_images": None})  # all 30 on disk
+    p = tiny_params(**{"train.batch_size_per_replica": 8})
     p["variants"]["mirrored_fit"]["replicas"] = 4
     write_params(workdir / "params.yaml", p)
     proc = run_cli("train", "--variant", "mirrored_fit", cwd=workdir, timeout=60)
