@@ -118,15 +118,20 @@ reproduce-blog: $(STAMP)
 	cp -r reports/report.md reports/report.html reports/metrics.json reports/plots reports/figures reports/blog/
 	@echo "blog report: reports/blog/report.html; back to the defaults: git checkout params.yaml dvc.lock && dvc checkout"
 
+# pytest-xdist: one worker per core (TEST_WORKERS=1 runs them one after another); --dist loadgroup
+# keeps the tests that share one copy of the tiny pipeline (xdist_group) on one worker.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
+
 .PHONY: test
-## test: the fast test suite (real TensorFlow and DVC on tiny data; 10-14 min on 2 cores)
+## test: the fast test suite (real TensorFlow and DVC on tiny data, on 2 workers; <= 5 min on 2 cores)
 test: $(STAMP)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 .PHONY: test-all
 ## test-all: every test, including the slow ones (ResNet50 end to end)
 test-all: $(STAMP)
-	$(PY) -m pytest -q -m "" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(XDIST) -m "" $(PYTEST_ARGS)
 
 .PHONY: gpu-check
 ## gpu-check: the blog's settings on one GPU (1 GPU + 4 logical GPUs, fit/custom, mixed precision) in <= 8 min -> reports/reference/gpu-<model>/ (needs make venv GPU=1)

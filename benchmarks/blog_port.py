@@ -14,7 +14,9 @@ Written from the seed post.  Changes, each one required by Keras 3 / this host:
   * the timed seconds and the epoch losses (warm-up first; read from `history` and from the returned
     loss tensors after the clock stops) are printed as one JSON line so the benchmark can read them;
   * `fit(..., verbose=0)`: our runs print no progress bar either, and one written to a pipe only
-    slows the blog's side.
+    slows the blog's side;
+  * `--model tiny` (tests only, never the bench): a two-layer conv net in place of ResNet50, so the
+    fast tests can check in seconds that the port still runs both loops and learns.
 Everything else is the post's: image_dataset_from_directory(seed=123) with no cache and no
 prefetch, ResNet50(weights=None), Adam, one warm-up epoch, time.time() around the timed epochs.
 """
@@ -34,6 +36,7 @@ parser.add_argument("--replicas", type=int, default=1)
 parser.add_argument("--image-size", type=int, default=224)
 parser.add_argument("--batch-size", type=int, default=64)
 parser.add_argument("--epochs", type=int, default=10)
+parser.add_argument("--model", choices=["resnet50", "tiny"], default="resnet50", help="tiny: fast tests only")
 args = parser.parse_args()
 
 import tensorflow as tf  # noqa: E402
@@ -55,6 +58,14 @@ num_classes = len(train_ds.class_names)
 
 
 def get_model():
+    if args.model == "tiny":
+        return tf.keras.Sequential([
+            tf.keras.Input(shape=(img_height, img_width, 3)),
+            tf.keras.layers.Rescaling(1.0 / 255),
+            tf.keras.layers.Conv2D(16, 3, activation="relu"),
+            tf.keras.layers.GlobalAveragePooling2D(),
+            tf.keras.layers.Dense(num_classes),
+        ])
     resnet = tf.keras.applications.resnet.ResNet50(
         weights=None, include_top=True, classes=num_classes, classifier_activation=None,
         input_shape=(img_height, img_width, 3))

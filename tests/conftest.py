@@ -181,14 +181,10 @@ def git(*args: str, cwd: Path) -> str:
 
 
 
-@pytest.fixture(scope="session")
-def pipeline_repo(tmp_path_factory) -> Path:
-    """A git repo with the real dvc.yaml, code and lock, tiny params, reproduced and committed: built
-    once per session, shared by tests/test_dvc.py and tests/faults/test_pipeline_faults.py (each test
-    that changes it puts it back)."""
+def _build_pipeline(repo: Path) -> None:
+    """A git repo with the real dvc.yaml, code and lock, tiny params, reproduced and committed."""
     from flowerbench.config import resolved_dict, validate
 
-    repo = tmp_path_factory.mktemp("pipeline")
     for item in ("dvc.yaml", "src", ".dvc/config", ".dvc/.gitignore", ".dvc/plots", ".gitignore", ".dvcignore",
                  "data/.gitignore", "reports/.gitignore", "requirements.lock"):
         src = REPO / item
@@ -207,6 +203,26 @@ def pipeline_repo(tmp_path_factory) -> Path:
     dvc("repro", cwd=repo)
     git("add", "-A", cwd=repo)
     git("commit", "-qm", "run", cwd=repo)
+
+
+@pytest.fixture(scope="session")
+def pipeline_repo(tmp_path_factory, worker_id) -> Path:
+    """The tiny pipeline, reproduced and committed (see _build_pipeline).  Built once per test run,
+    whatever the number of xdist workers (the first to arrive builds it under a file lock), then
+    copied: each worker that runs a group of pipeline tests has a copy of its own, so the groups
+    (xdist_group: pipeline, pipeline-exp, pipeline-faults) run side by side.  Each test that
+    changes its copy puts it back."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    built = shared / "pipeline-built"
+    with FileLock(str(shared / "pipeline-built.lock")):
+        if not (built / ".git").exists():
+            building = shared / "pipeline-building"
+            shutil.rmtree(building, ignore_errors=True)
+            building.mkdir()
+            _build_pipeline(building)
+            building.rename(built)  # whole or not at all
+    repo = tmp_path_factory.mktemp("pipeline")
+    shutil.copytree(built, repo, symlinks=True, dirs_exist_ok=True)
     return repo
-
-
