@@ -118,10 +118,11 @@ reproduce-blog: $(STAMP)
 	cp -r reports/report.md reports/report.html reports/metrics.json reports/plots reports/figures reports/blog/
 	@echo "blog report: reports/blog/report.html; back to the defaults: git checkout params.yaml dvc.lock && dvc checkout"
 
-# pytest-xdist: one worker per core (TEST_WORKERS=1 runs them one after another); --dist loadgroup
-# keeps the tests that share one copy of the tiny pipeline (xdist_group) on one worker.
+# pytest-xdist: one worker per core (TEST_WORKERS=0 runs the tests in this process, one after
+# another).  Tests go to workers one at a time (--dist load); what several share (the tiny pipeline,
+# the equivalence steps) is built once per run under a file lock (tests/conftest.py, once_per_run).
 TEST_WORKERS ?= 2
-XDIST := -n $(TEST_WORKERS) --dist loadgroup
+XDIST := -n $(TEST_WORKERS) --dist load
 
 .PHONY: test
 ## test: the fast test suite (real TensorFlow and DVC on tiny data, on 2 workers; <= 5 min on 2 cores)

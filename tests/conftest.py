@@ -205,24 +205,86 @@ def _build_pipeline(repo: Path) -> None:
     git("commit", "-qm", "run", cwd=repo)
 
 
-@pytest.fixture(scope="session")
-def pipeline_repo(tmp_path_factory, worker_id) -> Path:
-    """The tiny pipeline, reproduced and committed (see _build_pipeline).  Built once per test run,
-    whatever the number of xdist workers (the first to arrive builds it under a file lock), then
-    copied: each worker that runs a group of pipeline tests has a copy of its own, so the groups
-    (xdist_group: pipeline, pipeline-exp, pipeline-faults) run side by side.  Each test that
-    changes its copy puts it back."""
+def shared_dir(tmp_path_factory, worker_id: str) -> Path:
+    """The folder every xdist worker of this run sees (the run's base temp dir)."""
+    return tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+
+
+def once_per_run(tmp_path_factory, worker_id: str, name: str, build) -> Path:
+    """A directory `build(path)` fills once per test run, whatever the number of xdist workers:
+    the first to arrive (a worker, or the background builder started at collection) builds it under
+    a file lock, into a scratch folder renamed into place, so a failed build leaves nothing that
+    looks done and the next to arrive builds it again; the others wait and reuse it."""
+    return build_once(shared_dir(tmp_path_factory, worker_id), name, build)
+
+
+def build_once(shared: Path, name: str, build) -> Path:
     from filelock import FileLock
 
-    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
-    built = shared / "pipeline-built"
-    with FileLock(str(shared / "pipeline-built.lock")):
-        if not (built / ".git").exists():
-            building = shared / "pipeline-building"
-            shutil.rmtree(building, ignore_errors=True)
-            building.mkdir()
-            _build_pipeline(building)
-            building.rename(built)  # whole or not at all
-    repo = tmp_path_factory.mktemp("pipeline")
-    shutil.copytree(built, repo, symlinks=True, dirs_exist_ok=True)
-    return repo
+    done = shared / name
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            scratch = shared / f"{name}.building"
+            shutil.rmtree(scratch, ignore_errors=True)
+            scratch.mkdir()
+            build(scratch)
+            scratch.rename(done)
+    return done
+
+
+@pytest.fixture(scope="session")
+def pipeline_built(tmp_path_factory, worker_id) -> Path:
+    """The tiny pipeline, reproduced and committed (see _build_pipeline), built once per test run
+    (once_per_run).  Never changed: tests work on copies."""
+    return once_per_run(tmp_path_factory, worker_id, "pipeline-built", _build_pipeline)
+
+
+def copy_pipeline(built: Path, dest: Path) -> Path:
+    shutil.copytree(built, dest, symlinks=True, dirs_exist_ok=True)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def pipeline_repo(pipeline_built, tmp_path_factory) -> Path:
+    """A copy of the tiny pipeline for this xdist worker: its tests run one after another on it, and
+    each test that changes it puts it back."""
+    return copy_pipeline(pipeline_built, tmp_path_factory.mktemp("pipeline"))
+
+
+# --------------------------------------------------------------------------- shared builds, early
+
+# What several tests share and takes a minute to build: fixture name -> (folder, "module:function").
+SHARED_BUILDS = {"pipeline_built": ("pipeline-built", "tests.conftest:_build_pipeline"),
+                 "steps": ("equivalence-steps", "tests.test_equivalence:_one_step_each")}
+
+
+def build_in_background(shared: str, name: str, target: str) -> None:
+    """Entry point of the background builder process (see pytest_collection_modifyitems)."""
+    import importlib
+
+    module, func = target.split(":")
+    build_once(Path(shared), name, getattr(importlib.import_module(module), func))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests that wait for a shared build run last, and the builds start now, in background
+    processes (one per build, from one xdist worker or the lone pytest process): the other tests
+    keep both cores busy meanwhile, instead of a worker waiting a minute on the build's lock."""
+    def needs(item) -> list[str]:
+        return [f for f in SHARED_BUILDS if f in getattr(item, "fixturenames", ())]
+
+    # (stable: the same order on every worker; a test with a copy of its own, the experiments test,
+    # first among them: it is the longest)
+    items.sort(key=lambda item: (bool(needs(item)), "pipeline_repo" in getattr(item, "fixturenames", ())))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "master")
+    wanted = {f for item in items for f in needs(item)} | ({"pipeline_built"} if any(
+        "pipeline_repo" in getattr(i, "fixturenames", ()) for i in items) else set())
+    if worker not in ("master", "gw0") or not wanted:
+        return
+    base = config._tmp_path_factory.getbasetemp()  # pytest's own TempPathFactory (tmp_path's)
+    shared = base if worker == "master" else base.parent
+    for fixture in sorted(wanted):
+        name, target = SHARED_BUILDS[fixture]
+        subprocess.Popen([sys.executable, "-c", "import sys; from tests.conftest import build_in_background as b; "
+                          "b(*sys.argv[1:])", str(shared), name, target], cwd=REPO, env=cli_env(),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

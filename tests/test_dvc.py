@@ -143,7 +143,11 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     figs = sorted(p.name for p in (repo / "reports" / "figures").glob("*.png"))
     assert figs == ["epoch_seconds.png", "reduction.png", "scaling.png", "timed_seconds.png", "vs_blog.png"]
     html = (repo / "reports" / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 5 and "EMULATION" in html and "SYNTHETIC DATA" in html
+    assert html.count("data:image/png;base64,") == 5 and "SYNTHETIC DATA" in html
+    # the 4-replica runs shared 2 cores: labelled; the 2-replica sweep point owned its cores
+    assert "OVERSUBSCRIBED: mirrored_fit (4 replicas), mirrored_custom (4 replicas)" in html
+    assert json.loads((repo / "results" / "sweep_r2_fit.json").read_text())["budget_kind"] == (
+        "core_matched" if len(os.sched_getaffinity(0)) >= 2 else "oversubscribed")
     # git tracks the small results, DVC's cache holds the rest
     tracked = git("ls-files", "results", "reports", "data", cwd=repo).split()
     assert {"results/single_fit.json", "reports/metrics.json", "reports/plots/epochs.csv"} <= set(tracked)

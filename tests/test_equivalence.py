@@ -10,25 +10,31 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import REPO, cli_env
+from tests.conftest import REPO, cli_env, once_per_run
 
 TOL = 1e-5
 
 
-@pytest.fixture(scope="module")
-def steps(tmp_path_factory) -> dict[int, dict[str, np.ndarray]]:
-    out = {}
-    d = tmp_path_factory.mktemp("eq")
+def _one_step_each(d: Path) -> None:
+    """One process per replica count (collective groups of different sizes cannot share one)."""
     for n in (1, 2, 4):
-        path = d / f"r{n}.npz"
-        proc = subprocess.run([sys.executable, str(REPO / "tests" / "helpers" / "equivalence.py"), str(n), str(path)],
-                              capture_output=True, text=True, timeout=240, env=cli_env())
+        proc = subprocess.run([sys.executable, str(REPO / "tests" / "helpers" / "equivalence.py"), str(n),
+                               str(d / f"r{n}.npz")], capture_output=True, text=True, timeout=240, env=cli_env())
         assert proc.returncode == 0, proc.stderr[-3000:]
-        with np.load(path) as z:
+
+
+@pytest.fixture(scope="session")
+def steps(tmp_path_factory, worker_id) -> dict[int, dict[str, np.ndarray]]:
+    """The steps, computed once per test run even when these tests are spread over xdist workers."""
+    d = once_per_run(tmp_path_factory, worker_id, "equivalence-steps", _one_step_each)
+    out = {}
+    for n in (1, 2, 4):
+        with np.load(d / f"r{n}.npz") as z:
             out[n] = {k: z[k] for k in z.files}
     return out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -45,8 +46,17 @@ def test_launch_writes_a_labelled_result(workdir):
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads((workdir / "results" / "multiworker_custom.json").read_text())
     assert r["strategy"] == "MultiWorkerMirroredStrategy" and r["workers"] == 2
-    assert r["device_kind"] == "local_cpu_workers" and r["emulated"] is True
-    assert r["loop"] == "custom" and r["gpu_model"] is None
+    assert r["device_kind"] == "local_cpu_workers" and r["loop"] == "custom" and r["gpu_model"] is None
+    # each worker pinned to its own core before TensorFlow started, its threads one replica's share
+    # (not divided by the worker count again); the chief's mask and pools read back in its process
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= 2:
+        assert r["budget_kind"] == "core_matched" and r["emulated"] is False
+        assert r["budget_affinity"] == cores[:1] and r["readback"]["cpus_allowed_list"] == str(cores[0])
+        assert (r["readback"]["intra_op_threads"], r["readback"]["inter_op_threads"]) == (1, 1)
+        assert f"[worker 1] core budget core_matched: pinned to [{cores[1]}]" in proc.stderr
+    else:
+        assert r["budget_kind"] == "oversubscribed" and r["emulated"] is True
     assert not [p.name for p in (workdir / "results").iterdir() if p.name != "multiworker_custom.json"]
 
 

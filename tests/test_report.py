@@ -19,15 +19,21 @@ TEST_HOST = {"host_schema": 1, "cpu_model": "Test CPU", "machine": "x86_64", "us
              "gpu_models": [], "gpu_driver": None, "tensorflow_build": {"installed": True, "is_cuda_build": False}}
 
 
-def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, synthetic: bool) -> dict:
-    """A complete, valid result (results.Result) with known numbers."""
+def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, synthetic: bool,
+                budget: str | None = None, cores: int | None = None) -> dict:
+    """A complete, valid result (results.Result) with known numbers; on CPUs each replica owns one core
+    (core-matched) unless `budget` says otherwise."""
     from flowerbench.results import SCHEMA_VERSION
+
+    budget = budget or ("gpu" if "gpu" in kind else "core_matched")
+    cores = cores or (replicas if budget == "core_matched" else 2)
 
     epochs = 4
     per = [seconds / epochs * f for f in (0.9, 1.1, 1.0, 1.0)]
     gpu = "gpu" in kind
     return {
-        "schema_version": SCHEMA_VERSION, "variant": name, "loop": loop, "replicas": replicas, "workers": None,
+        "schema_version": SCHEMA_VERSION, "variant": name, "loop": loop, "replicas": replicas,
+        "workers": replicas if name == "multiworker_custom" else None,
         "batch_size_per_replica": 64, "global_batch_size": 64 * replicas, "scaling": "weak", "image_size": 224,
         "pipeline": "files", "model": "resnet50", "optimizer": "adam", "optimizer_class": "Adam",
         "dtype_policy": "float32", "mixed_precision": False, "jit_compile": False, "steps_per_execution": 1,
@@ -43,7 +49,10 @@ def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, 
         "devices": [f"/gpu:{i}" for i in range(replicas)], "emulated": kind.startswith("logical") and replicas > 1,
         "device_notes": [], "gpu_model": "TEST-GPU" if gpu else None, "physical_gpus": replicas if gpu else 0,
         "cpu_model": "Test CPU", "cpu_count": 2, "thread_policy": "per_replica", "intra_op_threads": 0,
-        "inter_op_threads": 0, "strategy": "MirroredStrategy", "cross_device_ops": "CollectiveAllReduce",
+        "inter_op_threads": 0, "budget_kind": budget, "cores_per_replica": 1, "budget_cores": cores,
+        "budget_affinity": list(range(cores)) if budget != "gpu" else [], "usable_cores": 2,
+        "readback": {"cpus_allowed_list": f"0-{cores - 1}", "intra_op_threads": 1, "inter_op_threads": replicas},
+        "strategy": "MirroredStrategy", "cross_device_ops": "CollectiveAllReduce",
         "onednn": "1", "tf_built_with_cuda": True, "data_source": "synthetic" if synthetic else "download",
         "data_label": None, "data_synthetic": synthetic, "data_tree_sha256": "0" * 64, "params": tiny_params(),
         "versions": {"python": "3.11", "tensorflow": "2.21.0"}, "git_commit": "abc", "git_dirty": False,
@@ -98,14 +107,59 @@ def test_blog_audit_rederives_62_3_and_67_6(workdir):
     assert "| image size | 224 px | 224 px |" in md and "| warm-up + timed epochs | 1 + 10 | 1 + 4 (x 1 repeat(s)) |" in md
 
 
-def test_banner_for_emulated_synthetic_runs(workdir):
+def test_banner_for_core_matched_synthetic_runs_and_the_answer_first(workdir):
+    """Replicas on cores of their own: a CORE-MATCHED banner (not emulation), then the answer, one
+    sentence with the measured speed-ups, and the speed-up figure, before the tables."""
     fake_results(workdir / "results", kind="logical_cpu", synthetic=True)
     _report(workdir)
     md = (workdir / "reports" / "report.md").read_text()
     head = md.split("## Headline")[0]
-    assert "EMULATION: replicas ran as logical_cpu" in head
-    assert "SYNTHETIC DATA" in head
-    assert "they are not GPU results" in head
+    assert "CORE-MATCHED CPU RUN: in mirrored_fit, mirrored_custom, multiworker_custom every replica had its own " \
+           "1 CPU core(s)" in head and "not a GPU result" in head
+    assert "EMULATION" not in head and "OVERSUBSCRIBED" not in head
+    assert "SYNTHETIC DATA" in head and "CPU RUN: no GPU was used; these are not GPU results." in head
+    assert ("data-parallel training was faster than one replica on one replica's share:** mirrored_fit "
+            "(2 replicas) 1.67x, efficiency 0.83; mirrored_custom (2 replicas) 1.60x, efficiency 0.80; "
+            "multiworker_custom (2 workers) 1.14x, efficiency 0.57") in head
+    assert head.index("faster than one replica") < head.index("![") < len(head)  # the figure, before the tables
+    assert "(figures/scaling.png)" in head and md.count("(figures/scaling.png)") == 1
+
+
+def test_oversubscribed_runs_are_labelled_and_kept_out_of_efficiency(workdir):
+    """Replicas that shared cores: an OVERSUBSCRIBED banner naming them, no efficiency (metrics and
+    figure), their speed-up vs 1 replica still shown in the table as measured."""
+    fake_results(workdir / "results")
+    for name in ("mirrored_fit", "mirrored_custom"):
+        path = workdir / "results" / f"{name}.json"
+        loop, replicas, secs = KNOWN[name]
+        path.write_text(json.dumps(fake_result(name, loop, 4, secs * 2, "logical_cpu", True, budget="oversubscribed")))
+    m = _report(workdir)["variants"]
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "OVERSUBSCRIBED: mirrored_fit (4 replicas), mirrored_custom (4 replicas) shared 2 CPU core(s)" in md
+    for name in ("mirrored_fit", "mirrored_custom"):
+        assert "scaling_efficiency" not in m[name] and m[name]["budget_cores"] == 2  # metrics.json: numbers only
+        assert m[name]["speedup_vs_single_same_loop"] < 1
+    assert m["multiworker_custom"]["scaling_efficiency"] == pytest.approx(80 / 70 / 2, abs=1e-6)
+    assert "**On this host" in md and "mirrored_fit (4" not in md.split("## Headline")[0].split("**On this host")[1]
+
+
+def test_efficiency_uses_the_same_budget_baseline_never_the_threads_run(workdir):
+    """A 1-replica run on both cores (threads) listed before single_fit: the mirrored runs' efficiency
+    stays against single_fit (one replica's share), and the threads run is compared with it too."""
+    write_params(workdir / "params.yaml", tiny_params(**{"variants": {
+        "single_fit_threads": {"loop": "fit", "replicas": 1, "cores": 2},
+        "single_fit": {"loop": "fit", "replicas": 1}, "mirrored_fit": {"loop": "fit", "replicas": 2},
+        "single_custom": {"loop": "custom", "replicas": 1}, "mirrored_custom": {"loop": "custom", "replicas": 2}}}))
+    fake_results(workdir / "results")
+    (workdir / "results" / "single_fit_threads.json").write_text(json.dumps(
+        fake_result("single_fit_threads", "fit", 1, 55.0, "logical_cpu", True, budget="threads", cores=2)))
+    m = _report(workdir)["variants"]
+    # against single_fit's 100 s, not the threads run's 55 s
+    assert m["mirrored_fit"]["speedup_vs_single_same_loop"] == pytest.approx(100 / 60, abs=1e-6)
+    assert m["mirrored_fit"]["scaling_efficiency"] == pytest.approx(100 / 60 / 2, abs=1e-6)
+    assert m["single_fit_threads"]["scaling_efficiency"] == pytest.approx(100 / 55 / 2, abs=1e-6)
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "On the same 2 cores, mirrored_fit (2 replicas) took 1/0.92 of the time of single_fit_threads" in md
 
 
 def test_no_banner_for_gpu_real_runs(workdir):
@@ -113,7 +167,8 @@ def test_no_banner_for_gpu_real_runs(workdir):
     _report(workdir)
     md = (workdir / "reports" / "report.md").read_text()
     assert "EMULATION" not in md and "SYNTHETIC DATA" not in md and "CPU RUN" not in md
-    assert "TEST-GPU" in md
+    assert "CORE-MATCHED" not in md and "OVERSUBSCRIBED" not in md
+    assert "TEST-GPU" in md and "On this host (TEST-GPU GPUs)" in md
 
 
 def test_html_is_self_contained_and_embeds_every_figure(workdir):

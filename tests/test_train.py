@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -42,10 +43,44 @@ def test_blog_variants_record_what_produced_them(workdir, variant, loop, replica
     assert 0 < r["final_loss"] < 10 and 0 <= r["final_accuracy"] <= 1
     assert r["data_source"] == "synthetic" and r["data_synthetic"] is True
     assert r["params"]["train"]["epochs"] == 2 and r["versions"]["tensorflow"] == "2.21.0"
-    if replicas > 1:  # the thread budget for logical CPU replicas
-        assert r["thread_policy"] == "per_replica" and r["inter_op_threads"] == replicas
-        assert r["intra_op_threads"] == max(1, r["cpu_count"] // replicas)
+    # The core budget, read back inside the child after training: its affinity mask (from
+    # /proc/self/status) is one core per replica, and TensorFlow's pools are 1 intra-op thread (one
+    # replica's share) and one inter-op thread per replica.
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) >= replicas:
+        assert r["budget_kind"] == "core_matched" and r["budget_affinity"] == cores[:replicas]
+        assert r["budget_cores"] == replicas and r["cores_per_replica"] == 1 and r["usable_cores"] == len(cores)
+        assert cpu_list(r["readback"]["cpus_allowed_list"]) == cores[:replicas]
+        assert (r["readback"]["intra_op_threads"], r["readback"]["inter_op_threads"]) == (1, replicas)
+        assert (r["intra_op_threads"], r["inter_op_threads"]) == (1, replicas)
+        assert r["host"]["usable_cores"] == len(cores)  # the host, not the process's pinned share
+    if replicas > 1:
+        assert r["thread_policy"] == "per_replica"
         assert r["strategy"] == "MirroredStrategy" and r["cross_device_ops"] == "CollectiveAllReduce"
+
+
+def cpu_list(text: str) -> list[int]:
+    """/proc's Cpus_allowed_list ('0-1', '0,2-3') as core ids."""
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+
+
+def test_one_replica_with_the_mirrored_runs_cores_uses_them_as_threads(workdir):
+    """`cores: auto` on one replica: the N x c cores of the `replicas: auto` runs, as intra-op threads."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core: no N x c cores to give one replica")
+    p = tiny_params()
+    p["variants"]["single_fit_threads"] = {"loop": "fit", "replicas": 1, "cores": "auto"}
+    write_params(workdir / "params.yaml", p)
+    r = _train(workdir, "single_fit_threads")
+    n = min(4, len(cores))
+    assert r["replicas"] == 1 and r["budget_kind"] == "threads" and r["budget_cores"] == n
+    assert cpu_list(r["readback"]["cpus_allowed_list"]) == cores[:n]
+    assert (r["readback"]["intra_op_threads"], r["readback"]["inter_op_threads"]) == (n, 1)
 
 
 def test_same_seed_same_training(workdir):

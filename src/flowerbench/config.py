@@ -12,7 +12,7 @@ params fail in well under a second.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -23,6 +23,9 @@ VARIANT_NAME = r"^[a-z][a-z0-9_]{0,63}$"
 # The shape `variants:` had before it became a name-keyed mapping (one DVC stage per key).
 MULTIWORKER_VARIANT = "multiworker_custom"
 VARIANTS_SHAPE = "variants: {single_fit: {loop: fit, replicas: 1}, ...}"
+# `replicas: auto` (and multiworker.workers: auto): the largest N <= the blog's 4 GPUs for which
+# N x train.cores_per_replica fits the usable cores (budget.py resolves it at run time).
+AUTO_MAX_REPLICAS = 4
 # The blog's three timed runs (report.blog_seconds may give only these).
 BLOG_RUNS = ("single_fit", "mirrored_fit", "mirrored_custom")
 
@@ -71,8 +74,14 @@ class ModelParams(_Section):
     batchnorm: Literal["local", "sync", "none"] = "local"
 
 
+Replicas = Union[Annotated[int, Field(ge=1, le=64)], Literal["auto"]]
+
+
 class TrainParams(_Section):
     batch_size_per_replica: int = Field(32, ge=1, le=4096)
+    # CPU hosts: the cores each replica owns (affinity mask); N replicas get N x this, the
+    # single-replica baselines one replica's share (budget.py)
+    cores_per_replica: int = Field(1, ge=1, le=256)
     warmup_epochs: int = Field(1, ge=0, le=100)
     epochs: int = Field(3, ge=1, le=1000)
     repeats: int = Field(3, ge=1, le=20)
@@ -96,7 +105,10 @@ class TrainParams(_Section):
 class VariantSpec(_Section):
     """One entry of `variants:` (the mapping key is the variant's name)."""
     loop: Literal["fit", "custom"]
-    replicas: int = Field(ge=1, le=64)
+    replicas: Replicas
+    # The cores of this run (CPU hosts), when not replicas x train.cores_per_replica: `auto` = the
+    # cores of the `replicas: auto` runs, given to this variant (one replica: intra-op threads).
+    cores: Optional[Union[Annotated[int, Field(ge=1, le=4096)], Literal["auto"]]] = None
     # Overrides data.pipeline for this variant: a `tensors` twin of a files variant gives the
     # input-pipeline ceiling, and the report sets the two side by side.
     pipeline: Optional[Literal["files", "tensors"]] = None
@@ -105,8 +117,8 @@ class VariantSpec(_Section):
 class Variant(VariantSpec):
     """A variant with its name: a declared one, a sweep point or the multi-worker run."""
     name: str = Field(pattern=VARIANT_NAME)
-    # None: one process (`train`); N: an N-worker MultiWorkerMirroredStrategy job (`launch`).
-    workers: Optional[int] = None
+    # None: one process (`train`); N (or auto): an N-worker MultiWorkerMirroredStrategy job (`launch`).
+    workers: Optional[Replicas] = None
 
 
 class SweepParams(_Section):
@@ -123,7 +135,8 @@ class SweepParams(_Section):
 
 
 class MultiworkerParams(_Section):
-    workers: int = Field(2, ge=0, le=16)   # 0: no multi-worker job (no multiworker_custom variant)
+    # auto: as `replicas: auto` (one process per replica's c cores); 0: no multi-worker job
+    workers: Union[Annotated[int, Field(ge=0, le=16)], Literal["auto"]] = "auto"
     deadline_s: float = Field(600.0, gt=0, le=86400)
     join_timeout_s: float = Field(120.0, gt=0, le=3600)
 
@@ -200,10 +213,11 @@ class Params(_Section):
     variants: dict[str, VariantSpec] = Field(
         default_factory=lambda: {
             "single_fit": VariantSpec(loop="fit", replicas=1),
-            "mirrored_fit": VariantSpec(loop="fit", replicas=4),
+            "mirrored_fit": VariantSpec(loop="fit", replicas="auto"),
             "single_custom": VariantSpec(loop="custom", replicas=1),
-            "mirrored_custom": VariantSpec(loop="custom", replicas=4),
+            "mirrored_custom": VariantSpec(loop="custom", replicas="auto"),
             "single_fit_tensors": VariantSpec(loop="fit", replicas=1, pipeline="tensors"),
+            "single_fit_threads": VariantSpec(loop="fit", replicas=1, cores="auto"),
         }
     )
     sweep: SweepParams = Field(default_factory=SweepParams)
@@ -278,6 +292,9 @@ class Params(_Section):
             out.append(Variant(name=MULTIWORKER_VARIANT, loop="custom", replicas=self.multiworker.workers,
                                workers=self.multiworker.workers))
         return out
+
+    def is_sweep(self, name: str) -> bool:
+        return name in {sweep_name(r, loop) for r in self.sweep.replicas for loop in self.sweep.loops}
 
     def pipeline_of(self, variant: Variant) -> str:
         return variant.pipeline or self.data.pipeline

@@ -16,11 +16,8 @@ Rules (train.device = auto):
     `replicas` logical CPU devices (`logical_cpu`) if train.emulate.
 train.device = gpu refuses to fall back to the CPU; train.device = cpu ignores GPUs.
 
-Thread policy for logical CPU replicas (train.thread_policy):
-  per_replica  intra-op threads = max(1, cores // replicas), inter-op threads =
-               replicas, so the replicas' kernels run side by side instead of
-               each grabbing every core (docs/performance.md has the measurements).
-  tf_default   leave TensorFlow's pools alone.
+Cores and threads come from the run's core budget (budget.py): its affinity
+mask is set before TensorFlow is imported, its thread pools here, before any op.
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
+from .budget import CoreBudget
 from .config import TrainParams
 from .host import cpu_model, usable_cores, visible_gpus  # noqa: F401  (re-exported)
 from .log import get_logger
@@ -50,8 +48,7 @@ class DevicePlan:
     cpu_model: str
     cpu_count: int
     thread_policy: str
-    intra_op_threads: int             # 0 = TensorFlow's default
-    inter_op_threads: int
+    budget: CoreBudget
     emulated: bool
     notes: list[str] = field(default_factory=list)
 
@@ -59,6 +56,8 @@ class DevicePlan:
         """The fields a result records (the replica count comes from the variant)."""
         out = asdict(self)
         out.pop("replicas")
+        out.pop("budget")
+        out.update(self.budget.as_dict())
         out["device_notes"] = out.pop("notes")
         return out
 
@@ -110,32 +109,24 @@ def _gpu_memory_mb() -> Optional[int]:
         return None
 
 
-def thread_budget(policy: str, replicas: int, cores: int) -> tuple[int, int]:
-    """(intra_op, inter_op) threads; 0 means TensorFlow's default."""
-    if policy == "tf_default" or replicas == 1:
-        return 0, 0
-    return max(1, cores // replicas), replicas
-
-
-def apply_thread_budget(policy: str, replicas: int) -> tuple[int, int]:
-    """Set TensorFlow's thread pools for `replicas` replicas sharing this host (before any op)."""
+def apply_threads(budget: CoreBudget) -> None:
+    """Set TensorFlow's thread pools to the budget's (before any op); 0 leaves TensorFlow's default."""
     import tensorflow as tf
 
-    intra, inter = thread_budget(policy, replicas, cpu_count())
-    if intra:
-        tf.config.threading.set_intra_op_parallelism_threads(intra)
-        tf.config.threading.set_inter_op_parallelism_threads(inter)
-    return intra, inter
+    if budget.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(budget.intra_op_threads)
+    if budget.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(budget.inter_op_threads)
 
 
-def plan_devices(replicas: int, train: TrainParams) -> DevicePlan:
-    """Configure TensorFlow's devices for `replicas` replicas and describe them."""
+def plan_devices(replicas: int, train: TrainParams, budget: CoreBudget) -> DevicePlan:
+    """Configure TensorFlow's devices for `replicas` replicas within `budget` and describe them."""
     import tensorflow as tf
 
     cores = cpu_count()
     gpus = [] if train.device == "cpu" else tf.config.list_physical_devices("GPU")
     base = dict(replicas=replicas, physical_gpus=len(gpus), cpu_model=cpu_model(), cpu_count=cores,
-                thread_policy=train.thread_policy, intra_op_threads=0, inter_op_threads=0)
+                thread_policy=train.thread_policy, budget=budget)
 
     if gpus:
         model = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU")
@@ -162,16 +153,18 @@ def plan_devices(replicas: int, train: TrainParams) -> DevicePlan:
     if replicas > 1 and not train.emulate:
         raise DeviceError(f"{replicas} replicas requested but this host has 0 GPUs; "
                           f"set train.emulate=true to run them as logical CPU devices")
-    intra, inter = apply_thread_budget(train.thread_policy, replicas)
-    base.update(intra_op_threads=intra, inter_op_threads=inter)
+    apply_threads(budget)
     if replicas == 1:
         return DevicePlan(device_kind="cpu", devices=["/cpu:0"], gpu_model=None, emulated=False, **base)
     cpus = tf.config.list_physical_devices("CPU")
     tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas)
+    matched = budget.kind == "core_matched"
+    note = (f"{replicas} logical CPU devices, each replica on its own {budget.cores_per_replica} core(s) "
+            f"({budget.budget_cores} pinned: {budget.affinity}): data parallelism on CPU cores, not a GPU result"
+            if matched else
+            f"{replicas} logical CPU devices sharing {cores} core(s) ({budget.kind}): emulation, not a GPU result")
     return DevicePlan(device_kind="logical_cpu", devices=[f"/cpu:{i}" for i in range(replicas)],
-                      gpu_model=None, emulated=True,
-                      notes=[f"{replicas} logical CPU devices sharing {cores} core(s): emulation, not a GPU result"],
-                      **base)
+                      gpu_model=None, emulated=not matched, notes=[note], **base)
 
 
 def make_strategy(plan: DevicePlan):
@@ -205,7 +198,10 @@ def preflight(params) -> int:
     tf = import_tensorflow()
 
     gpus = [] if params.train.device == "cpu" else tf.config.list_physical_devices("GPU")
-    need = max(v.replicas for v in params.all_variants())
+    from .config import AUTO_MAX_REPLICAS
+
+    # `auto` on a GPU host means one replica per GPU, up to the blog's 4: ask for 4.
+    need = max(AUTO_MAX_REPLICAS if v.replicas == "auto" else v.replicas for v in params.all_variants())
     get_logger("preflight").info(f"{len(gpus)} GPU(s) visible; the variants need up to {need} replica(s)")
     if params.train.device == "gpu" and not gpus:
         raise DeviceError(f"train.device=gpu but this host has no GPU; the blog's run needs {need} GPUs "

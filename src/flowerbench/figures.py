@@ -142,37 +142,65 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
     out["epoch_seconds.png"] = (_png(fig, dpi), "Seconds per epoch: the warm-up epoch(s) apart (left), timed "
                                 "epochs of every repeat in order (right).")
 
-    # (5) efficiency vs replicas: one line per loop over the in-process (Mirrored) file-input runs,
-    # multi-worker runs as unconnected markers, the blog's 4-GPU points as stars.
-    multi = [r for r in results if r.replicas > 1]
-    if multi:
-        fig, ax = plt.subplots(figsize=(7, 4.4))
-        for loop in ("fit", "custom"):
-            pts = {}
-            for r in results:  # the declared variant wins over a sweep's at the same replica count
-                m = metrics[r.variant]
-                if (r.loop == loop and r.pipeline == "files" and not r.workers and "scaling_efficiency" in m):
-                    pts.setdefault(r.replicas, m["scaling_efficiency"])
-            if pts:
-                xs = sorted(pts)
-                ax.plot(xs, [pts[x] for x in xs], "o-", color=loop_color[loop], label=f"this run, {loop}")
-        for r in results:
-            if r.workers and "scaling_efficiency" in metrics[r.variant]:
-                ax.plot(r.replicas, metrics[r.variant]["scaling_efficiency"], "s", color=loop_color[r.loop], ms=9,
-                        mfc="none", mew=2, label=f"this run, {r.variant} (separate processes)")
-        for a in audit:
-            if a["gpus"] and a["gpus"] > 1:
-                loop = "fit" if "fit" in a["variant"] else "custom"
-                ax.plot(a["gpus"], a["efficiency"], "*", color=loop_color[loop], ms=15, mec="black",
-                        label=f"blog 4x V100, {a['variant']} ({a['efficiency']:.2f})")
-        ax.axhline(1.0, ls="--", c="grey", lw=1)
-        ax.set_ylim(0, max(1.2, ax.get_ylim()[1]))
-        ax.set_xlim(0.5, max(4, max(r.replicas for r in results)) + 0.5)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("replicas")
-        ax.set_ylabel("scaling efficiency (speedup / replicas)")
-        ax.set_title(f"Efficiency vs replicas [{kind_label}]", fontsize=10)
-        ax.legend(fontsize=7, loc="lower left")
-        out["scaling.png"] = (_png(fig, dpi), "Scaling efficiency against replicas (vs 1 replica of the same "
-                              "loop), with the blog's 4-GPU points; 1.0 (dashed) is linear scaling.")
+    # (5) the answer: speed-up and efficiency against replicas, from runs that owned their cores (or
+    # GPUs) only, both loops, with 95 % intervals; the 1 x N.c threads run and the multi-worker run as
+    # markers of their own; the blog's 4-GPU points as stars.  Oversubscribed runs are left out.
+    owned = [r for r in results if r.pipeline == "files" and "scaling_efficiency" in metrics[r.variant]]
+    if any(r.replicas > 1 or r.budget_kind == "threads" for r in owned):
+        fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(12, 4.4))
+
+        def point(ax, x, r, key, fmt, label, **kw):
+            m = metrics[r.variant]
+            y = m["speedup_vs_single_same_loop"] if key == "speedup" else m["scaling_efficiency"]
+            lo = m.get("speedup_vs_single_ci_low" if key == "speedup" else "scaling_efficiency_ci_low")
+            hi = m.get("speedup_vs_single_ci_high" if key == "speedup" else "scaling_efficiency_ci_high")
+            err = None if lo is None else [[y - lo], [hi - y]]
+            ax.errorbar(x, y, yerr=err, fmt=fmt, capsize=4, label=label, **kw)
+
+        for key, ax in (("speedup", ax_s), ("efficiency", ax_e)):
+            for loop in ("fit", "custom"):
+                line = {}
+                for r in owned:  # the declared variant wins over a sweep's at the same replica count
+                    if r.loop == loop and not r.workers and r.budget_kind != "threads":
+                        line.setdefault(r.replicas, r)
+                if len(line) > 1:
+                    xs = sorted(line)
+                    ys = [metrics[line[x].variant]["speedup_vs_single_same_loop" if key == "speedup"
+                                                   else "scaling_efficiency"] for x in xs]
+                    ax.plot(xs, ys, "-", color=loop_color[loop], alpha=0.6)
+                    for n, x in enumerate(xs):
+                        point(ax, x, line[x], key, "o", f"this host, {loop} (replicas)" if n == 0 else None,
+                              color=loop_color[loop])
+            for r in owned:
+                if r.workers:
+                    point(ax, r.replicas, r, key, "s", f"this host, {r.variant} (separate processes)",
+                          color=loop_color[r.loop], ms=9, mfc="none", mew=2)
+                elif r.budget_kind == "threads":
+                    scale = r.budget_cores / r.cores_per_replica
+                    point(ax, scale, r, key, "D", f"this host, {r.variant} (1 replica, {r.budget_cores} cores "
+                          "as threads)", color=colors[2], ms=8)
+            for a in audit:
+                if a["gpus"] and a["gpus"] > 1:
+                    loop = "fit" if "fit" in a["variant"] else "custom"
+                    y = a["speedup"] if key == "speedup" else a["efficiency"]
+                    ax.plot(a["gpus"], y, "*", color=loop_color[loop], ms=15, mec="black",
+                            label=f"blog 4x V100, {a['variant']} ({y:.2f})")
+            top = max(4, max(r.replicas for r in results))
+            if key == "speedup":
+                ax.plot([1, top], [1, top], "--", c="grey", lw=1, label="linear")
+                ax.set_ylabel("speed-up vs 1 replica of the same loop (same cores per replica)")
+                ax.set_ylim(0, top + 0.5)
+            else:
+                ax.axhline(1.0, ls="--", c="grey", lw=1)
+                ax.set_ylabel("scaling efficiency (speed-up / replicas)")
+                ax.set_ylim(0, max(1.2, ax.get_ylim()[1]))
+            ax.set_xlim(0.5, top + 0.5)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel("replicas (each with its own cores or GPU)")
+            ax.legend(fontsize=7, loc="upper left" if key == "speedup" else "lower left")
+        fig.suptitle(f"Data-parallel speed-up: this host [{kind_label}] beside the blog", fontsize=10)
+        out["scaling.png"] = (_png(fig, dpi), "Speed-up (left) and efficiency (right) against replicas, each "
+                              "replica on cores (or a GPU) of its own, vs one replica of the same loop on one "
+                              "replica's share, with 95 % intervals; the blog's 4-GPU points as stars. Runs whose "
+                              "replicas shared cores are left out.")
     return out

@@ -135,14 +135,11 @@ def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
     by = {r.variant: r for r in results}
     base_t = by[baseline].timed_seconds
     base_iv = interval(by[baseline].repeat_seconds)
-    singles: dict[tuple[str, str], Result] = {}
-    for r in results:  # declared variants come first, so a declared single run wins over a sweep's
-        if r.replicas == 1:
-            singles.setdefault((r.loop, r.pipeline), r)
     out = {}
     for r in results:
         t = r.timed_seconds
         m: dict[str, Any] = {"loop": r.loop, "replicas": r.replicas, "device_kind": r.device_kind,
+                             "budget_kind": r.budget_kind, "budget_cores": r.budget_cores,
                              "timed_seconds": round(t, 6), "images_per_second": round(r.images_per_second, 6),
                              "speedup_vs_baseline": round(base_t / t, 6),
                              "reduction_vs_baseline_pct": round(reduction_pct(base_t, t), 6)}
@@ -158,14 +155,52 @@ def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
                  reduction_ci_low_pct=None if lo is None else (1 - 1 / lo) * 100,
                  reduction_ci_high_pct=None if hi is None else (1 - 1 / hi) * 100,
                  distinguishable_from_baseline=None if lo is None else not (lo <= 1.0 <= hi))
-        single = singles.get((r.loop, r.pipeline))
+        single = same_budget_single(r, results)
         if single is not None:
             s = single.timed_seconds / t
+            lo1, hi1 = (None, None) if single is r else ratio_interval(interval(single.repeat_seconds), iv)
             m.update(single_same_loop=single.variant, speedup_vs_single_same_loop=round(s, 6),
-                     reduction_vs_single_same_loop_pct=round(reduction_pct(single.timed_seconds, t), 6),
-                     scaling_efficiency=round(s / r.replicas, 6))
+                     speedup_vs_single_ci_low=lo1, speedup_vs_single_ci_high=hi1,
+                     reduction_vs_single_same_loop_pct=round(reduction_pct(single.timed_seconds, t), 6))
+            scale = budget_scale(r)
+            if scale is not None:  # oversubscribed and shared runs have no efficiency: cores were shared
+                m.update(scaling_efficiency=round(s / scale, 6), budget_scale=scale,
+                         scaling_efficiency_ci_low=None if lo1 is None else lo1 / scale,
+                         scaling_efficiency_ci_high=None if hi1 is None else hi1 / scale)
         out[r.variant] = m
     return out
+
+
+# Budget kinds whose runs own their cores (or GPUs): speed-up and efficiency mean something.
+OWNED = ("core_matched", "threads", "gpu")
+
+
+def budget_scale(r: Result) -> float | None:
+    """How many same-budget baselines' worth of hardware `r` had: N replicas (core-matched, GPUs),
+    or its cores over one replica's share (one replica with more threads); None when its
+    replicas shared cores (oversubscribed, shared), which no efficiency can describe."""
+    if r.budget_kind in ("core_matched", "gpu"):
+        return float(r.replicas)
+    if r.budget_kind == "threads":
+        return r.budget_cores / r.cores_per_replica
+    return None
+
+
+def same_budget_single(r: Result, results: list[Result]) -> Result | None:
+    """The baseline of `r`'s speed-up and efficiency: the single-replica run of the same loop and
+    input that had one replica's share of the hardware (c cores, core-matched; or one GPU).  A
+    1-replica run with N x c cores is never a baseline (it is the threads comparison).  Oversubscribed
+    runs compare with the core-matched single run (their speed-up is shown, labelled, never their
+    efficiency); runs that left the cores to TensorFlow (shared) with the single run of that kind.  Declared variants come first, so
+    a declared run wins over a sweep's."""
+    cpu = ("core_matched", "threads", "oversubscribed")
+    kinds = ("core_matched",) if r.budget_kind in cpu else (r.budget_kind,)
+    for s in results:
+        if (s.replicas == 1 and s.loop == r.loop and s.pipeline == r.pipeline and s.budget_kind in kinds
+                and s.cores_per_replica == r.cores_per_replica
+                and (s.budget_kind != "core_matched" or s.budget_cores == s.cores_per_replica)):
+            return s
+    return None
 
 
 def input_ceiling(results: list[Result]) -> list[dict]:

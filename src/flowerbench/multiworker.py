@@ -129,14 +129,16 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
                 dump_weights: Optional[str] = None) -> int:
     """One worker: read TF_CONFIG, start the watchdog, build a MultiWorkerMirroredStrategy and
     run the same training path as `train` (training.train_variant); the chief writes the result."""
-    from . import training
-    from .devices import apply_thread_budget, cpu_count, cpu_model, import_tensorflow
+    from . import budget, host, training
+    from .devices import apply_threads, cpu_model, import_tensorflow
 
     variant = params.variant(variant_name)
     if variant.loop != "custom":
         raise ParamsError(f"variant: {variant.name} uses loop {variant.loop!r}; multi-worker runs the custom "
                           f"loop only (Keras 3 fit() fails under MultiWorkerMirroredStrategy, keras#20585)")
     workers, index = read_tf_config()
+    if variant.replicas == "auto":  # the launcher (or the scheduler) resolved it: one task per worker
+        variant = variant.model_copy(update={"replicas": len(workers), "workers": len(workers)})
     if len(workers) != variant.replicas:
         raise JobError(f"TF_CONFIG names {len(workers)} workers, multiworker.workers is {variant.replicas}")
     who = f"worker {index}"
@@ -144,9 +146,18 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     if chief:
         training.clear_output(Path(out))
     batches, images = training.prepare(params, variant)
+    # Each local worker owns its own slice of the cores (one replica's share), set before TensorFlow
+    # is imported; its threads are that share's, not divided a second time.
+    machine = host.describe()
+    usable = host.affinity()[:machine["usable_cores"]]
+    cores = budget.plan(len(workers), None, params.train, usable, machine["gpu_count"],
+                        worker=index if _local(workers) else 0)
+    budget.pin(cores)
+    log(who, f"core budget {cores.kind}: pinned to {cores.affinity or 'nothing'}, threads intra "
+        f"{cores.intra_op_threads or 'default'} / inter {cores.inter_op_threads or 'default'}")
     tf = import_tensorflow()
 
-    intra, inter = apply_thread_budget(params.train.thread_policy, len(workers))
+    apply_threads(cores)
     gpus = tf.config.list_physical_devices("GPU")
     watchdog = start_watchdog(workers, index, params.multiworker.join_timeout_s)
     # AUTO: NCCL between GPUs, ring on CPUs.  No collective timeout: the watchdog guards the join
@@ -164,13 +175,20 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     local = _local(workers)
     kind = ("local_" if local else "") + ("gpu_workers" if gpus else "cpu_workers")
     where = "gpu:0" if gpus else "cpu:0"
-    cores = cpu_count()
+    if not local:
+        note = "multi-host job"
+    elif cores.kind == "core_matched":
+        note = (f"{len(workers)} worker processes on one host, each pinned to its own "
+                f"{cores.cores_per_replica} core(s) (worker {index}: {cores.affinity}): data parallelism on CPU "
+                f"cores over loopback gRPC, not a GPU result")
+    else:
+        note = (f"{len(workers)} worker processes on one host sharing {cores.usable_cores} core(s) "
+                f"({cores.kind}): emulation of a multi-host job")
     devices = {"device_kind": kind, "devices": [f"{a}/{where}" for a in workers],
-               "gpu_model": _gpu_model(tf, gpus), "emulated": local and not gpus,
-               "device_notes": [f"{len(workers)} worker processes on one host sharing {cores} core(s): "
-                                "emulation of a multi-host job" if local else "multi-host job"],
-               "physical_gpus": len(gpus), "cpu_model": cpu_model(), "cpu_count": cores, "workers": len(workers),
-               "thread_policy": params.train.thread_policy, "intra_op_threads": intra, "inter_op_threads": inter}
+               "gpu_model": _gpu_model(tf, gpus), "emulated": local and not gpus and cores.kind != "core_matched",
+               "device_notes": [note], "physical_gpus": len(gpus), "cpu_model": cpu_model(),
+               "cpu_count": cores.usable_cores, "workers": len(workers), "thread_policy": params.train.thread_policy,
+               "host": machine, **cores.as_dict()}
     initial = []
 
     def joined(model) -> None:
@@ -243,11 +261,16 @@ PORT_ATTEMPTS = 3
 def launch_main(params: Params, workers: Optional[int] = None, params_path: str = "params.yaml",
                 extra_worker_args: Optional[list[str]] = None, results_dir: Path = paths.RESULTS) -> int:
     n = params.multiworker.workers if workers is None else workers
+    if n == "auto":
+        from . import budget, host
+
+        machine = host.describe()
+        n = budget.auto_replicas(params.train, machine["usable_cores"], machine["gpu_count"])
     if params.multiworker.workers == 0:
         raise ParamsError("multiworker.workers: 0 turns the multi-worker job off; set it to N >= 1 to launch one")
     if n < 1:
         raise ParamsError(f"--workers: must be >= 1, got {n}")
-    if n != params.multiworker.workers:
+    if params.multiworker.workers != "auto" and n != params.multiworker.workers:
         raise ParamsError(f"--workers: {n} differs from multiworker.workers={params.multiworker.workers}; "
                           f"change the params (it names the variant's replica count)")
     out = paths.result_path(VARIANT, results_dir)

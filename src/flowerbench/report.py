@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import metrics as M, paths, provenance, render
-from .prose import (ATTRIBUTION, banners, code_state, conclusion, confounders, findings, fmt as _fmt,
+from .prose import (ATTRIBUTION, answer, banners, code_state, conclusion, confounders, findings, fmt as _fmt,
                     run_kind_label, seconds_cell, speedup_cell, versus, versus_same_loop, blog_model_text,
                     where_measured)
 from .config import Params
@@ -26,6 +26,7 @@ from .log import get_logger
 from .results import Result, ResultError, load
 
 log = get_logger("report").info
+OPENING_FIGURE = "scaling.png"   # the answer, right under the opening sentence
 
 
 class ReportError(RuntimeError):
@@ -52,6 +53,13 @@ def load_results(params: Params, results_dir: Path = paths.RESULTS) -> list[Resu
         raise ReportError(f"report.baseline: variant {params.report.baseline!r} has no result "
                           f"(have: {', '.join(r.variant for r in out)})")
     return out
+
+
+def budget_cell(r: Result) -> str:
+    """'core_matched: 2 cores [0, 1], intra 1 / inter 2'."""
+    pinned = str(r.budget_affinity) if r.budget_affinity else "not pinned"
+    return (f"{r.budget_kind}: {r.budget_cores} core(s) {pinned}, intra {r.intra_op_threads or 'default'} / "
+            f"inter {r.inter_op_threads or 'default'}")
 
 
 def current_host(path: Path = paths.HOST) -> dict:
@@ -96,16 +104,19 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
     b += [render.banner(f"WARNING: {w}") for w in warnings]
     b.append(f"Rendered on {host_label(here)}. Where each result was measured:")
     b.append(render.bullets(measured))
+    b.append(answer(results, metrics, audit))
+    if OPENING_FIGURE in figs:
+        b.append(render.figure(OPENING_FIGURE, figs[OPENING_FIGURE][1]))
     b.append(f"{len(results)} variant(s); {r0.image_size} px, {r0.images_per_epoch} images per epoch, "
              f"{r0.batch_size_per_replica} per replica ({r0.scaling} scaling: {scaling}), {r0.warmup_epochs} "
              f"warm-up + {r0.epochs} timed epoch(s), model {r0.model}.")
     b.append("## Headline")
-    rows = [[r.variant, r.loop, r.replicas, r.device_kind, r.pipeline, r.global_batch_size,
+    rows = [[r.variant, r.loop, r.replicas, r.device_kind, budget_cell(r), r.pipeline, r.global_batch_size,
              seconds_cell(m), _fmt(m["whole_call_seconds"]), _fmt(m["whole_call_over_epochs"], ".3f"),
              _fmt(m["images_per_second"], ".1f"), speedup_cell(m), versus(m, r.variant == base), versus_same_loop(m),
              _fmt(m.get("scaling_efficiency")), _fmt(r.final_loss, ".3f"), _fmt(r.final_accuracy, ".3f")]
             for r in results for m in [metrics[r.variant]]]
-    b.append(render.table(["variant", "loop", "replicas", "device kind", "input", "global batch",
+    b.append(render.table(["variant", "loop", "replicas", "device kind", "core budget", "input", "global batch",
                            "timed epochs s: median [95% CI] (n)", "whole call s", "whole / epochs", "img/s",
                            f"speedup vs {base} [95% CI]", f"vs {base}", "vs 1 replica, same loop", "efficiency", "final loss", "final acc"],
                           rows))
@@ -114,7 +125,9 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
              "near 1.00 means nothing outside the epochs is timed by the blog's window. The 95 % intervals "
              "are over repeats inside one process (Student's t; speedups by the delta method), so they "
              "miss the host's drift between processes (`make bench` measures that).")
-    b.append("Efficiency = speedup vs the single-replica run of the same loop / replicas.")
+    b.append("Efficiency = speed-up vs the single-replica run of the same loop on one replica's share of the "
+             "cores (the same-budget baseline) / replicas (for one replica with N x c cores as threads: / N). "
+             "Runs whose replicas shared cores (oversubscribed) have no efficiency.")
     b += ["## What this shows", findings(results, metrics, base), "Confounders:",
           render.bullets(confounders(results, metrics))]
     b.append("## Input pipeline: real JPEGs vs in-memory tensors")
@@ -175,7 +188,7 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
           "these predictions."]
     b += ["## Conclusion", *conclusion(results, metrics, audit)]
     b.append("## Figures")
-    b += [render.figure(name, caption) for name, (_, caption) in figs.items()]
+    b += [render.figure(name, caption) for name, (_, caption) in figs.items() if name != OPENING_FIGURE]
     b.append("## Provenance")
     v = r0.versions
     prov = [f"generated {provenance.now()} by `python -m flowerbench report`",

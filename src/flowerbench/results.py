@@ -17,12 +17,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .io import OutputError, read_json
 
+# 5: the core budget (budget.py): budget_kind, cores_per_replica, budget_cores, budget_affinity,
+# usable_cores; readback (the mask and thread pools read back in the process).
 # 4: `host`, the host description (host.py) of the machine that measured the run; the report
 # compares it with the machine it is rendered on.
 # 3: data.pipeline `synthetic` renamed `tensors` (the stand-in data set alone is "synthetic").
 # 2: the multi-worker worker writes the same record as `train` (optimizer_class, dtype_policy,
 # workers, real start/finish times); 1 was the first release.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class ResultError(RuntimeError):
@@ -88,8 +90,15 @@ class Result(BaseModel):
     cpu_model: str
     cpu_count: int
     thread_policy: str
+    # the core budget (budget.py): core_matched | threads | oversubscribed | gpu | shared
+    budget_kind: Literal["core_matched", "threads", "oversubscribed", "gpu", "shared"]
+    cores_per_replica: int
+    budget_cores: int
+    budget_affinity: list[int]
+    usable_cores: int
     intra_op_threads: int
     inter_op_threads: int
+    readback: dict[str, Any]  # Cpus_allowed_list and TF's thread pools, read back in the process after training
     strategy: str
     cross_device_ops: str
     onednn: Optional[str]

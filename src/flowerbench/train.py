@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import paths
+from . import budget, host, paths
 from .config import Params, ParamsError
 from .io import write_json
 from .results import Result
@@ -20,25 +20,35 @@ from .training import clear_output, log, prepare, train_variant
 
 
 def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) -> Result:
-    """Stage `train`: plan the devices, build the strategy, train, write the result."""
+    """Stage `train`: resolve the variant and its core budget on this host, pin the cores, plan the
+    devices, build the strategy, train, write the result."""
     variant = params.variant(variant_name)
     if variant.workers is not None:
         raise ParamsError(f"variant: {variant.name} is a {variant.workers}-worker job; it runs under "
                           f"`python -m flowerbench launch`, not `train`")
+    machine = host.describe()          # before pinning: the host, not this process's share of it
+    usable = host.affinity()[:machine["usable_cores"]]
+    gpus = machine["gpu_count"]
+    variant = budget.resolve(variant, params.train, len(usable), gpus, sweep=params.is_sweep(variant.name))
     out_path = paths.result_path(variant.name, results_dir)
     clear_output(out_path)
     batches, images = prepare(params, variant)
+    cores = budget.plan(variant.replicas, variant.cores, params.train, usable, gpus)
+    budget.pin(cores)                  # before TensorFlow is imported: its pools size from the mask
 
     from .devices import import_tensorflow, make_strategy, plan_devices
     import_tensorflow()
-    plan = plan_devices(variant.replicas, params.train)
+    plan = plan_devices(variant.replicas, params.train, cores)
     strategy = make_strategy(plan)
+    log(variant.name, f"core budget {cores.kind}: {cores.budget_cores} of {cores.usable_cores} usable core(s) "
+        f"{cores.affinity or '(not pinned)'}, threads intra {cores.intra_op_threads or 'default'} / inter "
+        f"{cores.inter_op_threads or 'default'}")
     log(variant.name, f"{variant.loop} loop, {variant.replicas} replica(s) on {plan.device_kind} "
         f"{plan.devices}, global batch {batches.global_batch_size}, {len(images.files)} images at "
         f"{params.data.image_size}px, {params.train.warmup_epochs} warm-up + {params.train.epochs} timed epoch(s)")
     for note in plan.notes:
         log(variant.name, f"note: {note}")
-    result, _ = train_variant(params, variant, strategy, batches, images, plan.as_dict())
+    result, _ = train_variant(params, variant, strategy, batches, images, {**plan.as_dict(), "host": machine})
     write_json(out_path, result.as_dict())
     log(variant.name, f"timed {result.timed_seconds:.2f}s ({result.images_per_second:.1f} img/s, "
         f"{plan.device_kind}) -> {out_path}")

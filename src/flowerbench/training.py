@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from . import host, paths, provenance
+from . import paths, provenance
 from .config import Params, ParamsError, Variant, resolved_dict
 from .io import check_writable, read_json
 from .log import get_logger
@@ -140,8 +140,20 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
     out.update(extra)
     out.update(data_provenance())
     out.update(params=resolved_dict(params), versions=provenance.versions(), **provenance.git_state(),
-               host=host.describe(), **provenance.host())
+               **provenance.host())
     return make_result(out)
+
+
+def proc_status(field: str) -> Optional[str]:
+    """A field of /proc/self/status (Linux), e.g. Cpus_allowed_list: '0-1'."""
+    try:
+        with open("/proc/self/status", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
 
 
 def clear_output(out_path: Path) -> None:
@@ -212,6 +224,10 @@ def train_variant(params: Params, variant: Variant, strategy, batches: Batches, 
     extra = {**devices, "strategy": strategy_name(strategy), "cross_device_ops": cross_device_ops_name(strategy),
              "stage_seconds": time.perf_counter() - t0, "started_at": started, "finished_at": provenance.now(),
              "parameter_count": int(model.count_params()), "tf_built_with_cuda": tf.test.is_built_with_cuda(),
+             # what the process really ran with, read back after training (the budget says what was set)
+             "readback": {"cpus_allowed_list": proc_status("Cpus_allowed_list"),
+                          "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+                          "inter_op_threads": tf.config.threading.get_inter_op_parallelism_threads()},
              "optimizer_class": type(getattr(model, "optimizer", None) or optimizer).__name__,  # fit: as compiled
              "dtype_policy": model.dtype_policy.name if hasattr(model, "dtype_policy") else None}
     return summarise(variant, params, batches, images, res, extra), model
