@@ -314,6 +314,8 @@ def sweep_name(replicas: int, loop: str) -> str:
 def _dotted(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
+        if isinstance(part, str) and (part in ("int", "str", "float", "constrained-int") or "[" in part):
+            continue  # pydantic's name for a member of a union (`int | "auto"`), not a key
         if isinstance(part, int):
             out += f"[{part}]"
         else:

@@ -148,3 +148,15 @@ def test_gpu_required_but_absent(workdir: Path):
     write_params(workdir / "params.yaml", tiny_params(**{"train.device": "gpu"}))
     proc = run_cli("train", "--variant", "single_fit", cwd=workdir, timeout=120)
     assert_clean_failure(proc, 1, "train.device=gpu but TensorFlow sees no GPU")
+
+
+def test_a_sweep_point_that_does_not_fit_the_cores_is_refused(workdir: Path):
+    """The sweep is core-matched: 2 replicas x 256 cores each fit no host here; refused in one line
+    naming the numbers, before TensorFlow loads and before any result is touched."""
+    write_params(workdir / "params.yaml", tiny_params(**{"train.cores_per_replica": 256,
+                                                         "sweep": {"replicas": [2], "loops": ["fit"]}}))
+    proc = run_cli("train", "--variant", "sweep_r2_fit", cwd=workdir, timeout=30)
+    cores = len(__import__("os").sched_getaffinity(0))
+    assert_clean_failure(proc, 2, f"sweep.replicas: 2 replicas x 256 core(s) per replica need 512 cores, but this "
+                                  f"host has {cores} usable")
+    assert_tensorflow_not_loaded(proc)

@@ -12,10 +12,6 @@ from pathlib import Path
 from tests.conftest import REPO, VENV_BIN, cli_env, dvc, git, read_until
 from tests.test_dvc import status
 
-import pytest
-
-pytestmark = pytest.mark.xdist_group("pipeline-faults")  # a copy of conftest's pipeline_repo of their own
-
 def _dvc_popen(args: list[str], cwd: Path, **extra_env: str) -> subprocess.Popen:
     env = cli_env(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(cwd / ".dvc" / "tmp" / "site-cache"), **extra_env)
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
