@@ -118,10 +118,11 @@ def test_banner_for_core_matched_synthetic_runs_and_the_answer_first(workdir):
            "1 CPU core(s)" in head and "not a GPU result" in head
     assert "EMULATION" not in head and "OVERSUBSCRIBED" not in head
     assert "SYNTHETIC DATA" in head and "CPU RUN: no GPU was used; these are not GPU results." in head
-    assert ("data-parallel training was faster than one replica on one replica's share:** mirrored_fit "
+    # (one repeat each: no interval, so no verdict: "measured against", not "faster than")
+    assert ("data-parallel training measured against one replica on one replica's share:** mirrored_fit "
             "(2 replicas) 1.67x, efficiency 0.83; mirrored_custom (2 replicas) 1.60x, efficiency 0.80; "
             "multiworker_custom (2 workers) 1.14x, efficiency 0.57") in head
-    assert head.index("faster than one replica") < head.index("![") < len(head)  # the figure, before the tables
+    assert head.index("measured against one replica") < head.index("![") < len(head)  # the figure, before the tables
     assert "(figures/scaling.png)" in head and md.count("(figures/scaling.png)") == 1
 
 

@@ -149,6 +149,9 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
     if any(r.replicas > 1 or r.budget_kind == "threads" for r in owned):
         fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(12, 4.4))
 
+        # side by side at one replica count: fit, threads, custom, multi-worker
+        nudge = {"fit": -0.09, "threads": 0.0, "custom": 0.09, "workers": 0.18}
+
         def point(ax, x, r, key, fmt, label, **kw):
             m = metrics[r.variant]
             y = m["speedup_vs_single_same_loop"] if key == "speedup" else m["scaling_efficiency"]
@@ -167,13 +170,13 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
                     xs = sorted(line)
                     ys = [metrics[line[x].variant]["speedup_vs_single_same_loop" if key == "speedup"
                                                    else "scaling_efficiency"] for x in xs]
-                    ax.plot(xs, ys, "-", color=loop_color[loop], alpha=0.6)
+                    ax.plot([x + (nudge[loop] if x > 1 else 0) for x in xs], ys, "-", color=loop_color[loop], alpha=0.6)
                     for n, x in enumerate(xs):
-                        point(ax, x, line[x], key, "o", f"this host, {loop} (replicas)" if n == 0 else None,
-                              color=loop_color[loop])
+                        point(ax, x + (nudge[loop] if x > 1 else 0), line[x], key, "o",
+                              f"this host, {loop} (replicas)" if n == 0 else None, color=loop_color[loop])
             for r in owned:
                 if r.workers:
-                    point(ax, r.replicas, r, key, "s", f"this host, {r.variant} (separate processes)",
+                    point(ax, r.replicas + nudge["workers"], r, key, "s", f"this host, {r.variant} (separate processes)",
                           color=loop_color[r.loop], ms=9, mfc="none", mew=2)
                 elif r.budget_kind == "threads":
                     scale = r.budget_cores / r.cores_per_replica
@@ -188,7 +191,7 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
             top = max(4, max(r.replicas for r in results))
             if key == "speedup":
                 ax.plot([1, top], [1, top], "--", c="grey", lw=1, label="linear")
-                ax.set_ylabel("speed-up vs 1 replica of the same loop (same cores per replica)")
+                ax.set_ylabel("speed-up vs 1 replica, same loop")
                 ax.set_ylim(0, top + 0.5)
             else:
                 ax.axhline(1.0, ls="--", c="grey", lw=1)

@@ -79,17 +79,34 @@ def answer(results: list[Result], metrics: dict, audit: list[dict]) -> str:
     r0 = runs[0]
     where = (f"{r0.gpu_model} GPUs" if r0.budget_kind == "gpu" else
              f"{r0.cpu_model} CPU cores, {r0.cores_per_replica} per replica")
-    parts = [f"{r.variant} ({r.replicas} {'workers' if r.workers else 'replicas'}) {_x(metrics[r.variant])}, "
-             f"efficiency {_eff(metrics[r.variant])}" for r in runs]
+    parts = [f"{r.variant} ({r.replicas} {'workers' if r.workers else 'replicas'}) {_x(metrics[r.variant])}"
+             f"{_verdict(metrics[r.variant])}, efficiency {_eff(metrics[r.variant])}" for r in runs]
+    sides = {_side(metrics[r.variant]) for r in runs}
+    how = ("was faster than" if sides == {"faster"} else "was slower than" if sides == {"slower"} else
+           "measured against")
     threads = [r for r in results if r.budget_kind == "threads"]
     more = ""
     if threads:
         t = threads[0]
         more = (f" One replica given the same {t.budget_cores} cores as intra-op threads ({t.variant}): "
-                f"{_x(metrics[t.variant])}.")
-    return (f"**On this host ({where}), data-parallel training was faster than one replica on one replica's "
+                f"{_x(metrics[t.variant])}{_verdict(metrics[t.variant])}.")
+    return (f"**On this host ({where}), data-parallel training {how} one replica on one replica's "
             f"share:** {'; '.join(parts)} (speed-up vs 1 replica of the same loop, 95 % interval).{more} "
             f"The blog's 4 V100s: {blog}.")
+
+
+def _side(m: dict, key: str = "speedup_vs_single") -> str:
+    """faster / slower when the 95 % interval of the speed-up lies above / below 1, else unclear."""
+    lo, hi = m.get(f"{key}_ci_low"), m.get(f"{key}_ci_high")
+    if lo is None:
+        return "unclear"
+    return "faster" if lo > 1 else "slower" if hi < 1 else "unclear"
+
+
+def _verdict(m: dict) -> str:
+    """' (not distinguishable from 1)' when the interval holds 1 (nothing without an interval)."""
+    return " (not distinguishable from 1)" if m.get("speedup_vs_single_ci_low") is not None and \
+        _side(m) == "unclear" else ""
 
 
 def where_measured(results: list[Result], here: dict) -> tuple[list[str], list[str]]:
@@ -215,7 +232,8 @@ def versus_same_loop(m: dict) -> str:
 def confounders(results: list[Result], metrics: dict) -> list[str]:
     """What else differs between the runs a comparison sets side by side, with its size."""
     out = []
-    singles = {(r.loop, r.pipeline): r for r in results if r.replicas == 1}
+    singles = {(r.loop, r.pipeline): r for r in reversed(results)  # the first (declared) one wins
+               if r.replicas == 1 and r.budget_kind != "threads"}
     fit, custom = singles.get(("fit", "files")), singles.get(("custom", "files"))
     if fit and custom and custom.timed_seconds > fit.timed_seconds:
         ratio = custom.timed_seconds / fit.timed_seconds

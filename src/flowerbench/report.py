@@ -58,6 +58,9 @@ def load_results(params: Params, results_dir: Path = paths.RESULTS) -> list[Resu
 def budget_cell(r: Result) -> str:
     """'core_matched: 2 cores [0, 1], intra 1 / inter 2'."""
     pinned = str(r.budget_affinity) if r.budget_affinity else "not pinned"
+    if r.workers:  # the chief's budget; every worker had its own slice of the same size
+        return (f"{r.budget_kind}: {r.workers} workers x {r.budget_cores} core(s) (chief {pinned}), intra "
+                f"{r.intra_op_threads or 'default'} / inter {r.inter_op_threads or 'default'} each")
     return (f"{r.budget_kind}: {r.budget_cores} core(s) {pinned}, intra {r.intra_op_threads or 'default'} / "
             f"inter {r.inter_op_threads or 'default'}")
 
