@@ -340,3 +340,15 @@ def test_measured_says_what_was_measured_now_and_what_was_reused(workdir):
     assert later[1] == ("  reused, measured on this host (Test CPU, 2 usable core(s), no GPU; hostname test), "
                         "2026-12-04: single_fit, mirrored_fit, single_custom, mirrored_custom, multiworker_custom")
     assert "make remeasure" in later[2]
+
+
+def test_the_same_results_render_the_same_bytes(workdir):
+    """No clock in the report: rerendering unchanged results (a fresh clone's `make reproduce`) gives
+    byte-identical files, so DVC's lock stays as committed."""
+    fake_results(workdir / "results")
+    _report(workdir)
+    files = ("report.md", "report.html", "metrics.json", "figures/scaling.png")
+    first = {f: (workdir / "reports" / f).read_bytes() for f in files}
+    _report(workdir)
+    assert {f: (workdir / "reports" / f).read_bytes() for f in files} == first
+    assert "from results measured 2026-12-04T10:00:00+00:00 to 2026-12-04T10:05:00+00:00" in first["report.md"].decode()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import metrics as M, paths, provenance, render
+from . import metrics as M, paths, render
 from .prose import (ATTRIBUTION, answer, banners, code_state, conclusion, confounders, findings, fmt as _fmt,
                     run_kind_label, seconds_cell, speedup_cell, versus, versus_same_loop, blog_model_text,
                     where_measured)
@@ -194,7 +194,10 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
     b += [render.figure(name, caption) for name, (_, caption) in figs.items() if name != OPENING_FIGURE]
     b.append("## Provenance")
     v = r0.versions
-    prov = [f"generated {provenance.now()} by `python -m flowerbench report`",
+    # No rendering time: the report is a function of its inputs, so rerendering the same results (a
+    # fresh clone's `make reproduce`) gives the same bytes and leaves dvc.lock as committed.
+    prov = [f"rendered by `python -m flowerbench report` from results measured "
+            f"{min(r.started_at for r in results)} to {max(r.finished_at for r in results)}",
             code_state(results),
             "versions: " + ", ".join(f"{k} {v[k]}" for k in sorted(v)),
             f"host {r0.hostname}: {r0.cpu_model} ({r0.cpu_count} cores), GPU {r0.gpu_model or 'none'}; {r0.platform}",
