@@ -7,7 +7,9 @@ machine, which differs between the reference host and yours)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,16 +27,20 @@ def at_head(path: str, repo: Path = REPO) -> bytes | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def head_stage_names(tmp_path: Path) -> set[str]:
-    """The stages HEAD's dvc.yaml defines with HEAD's params (DVC expands foreach/matrix)."""
+def head_stages(tmp_path: Path) -> dict[str, set[str]]:
+    """The stages HEAD's dvc.yaml defines with HEAD's params (DVC expands foreach/matrix), each
+    with the paths of its deps, as DVC itself reads them."""
     tree = tmp_path / "head"
     tree.mkdir()
     for rel in ("dvc.yaml", "params.yaml", ".dvc/config"):
         (tree / rel).parent.mkdir(parents=True, exist_ok=True)
         (tree / rel).write_bytes(at_head(rel))
     git("init", "-q", cwd=tree)
-    out = dvc("stage", "list", "--name-only", cwd=tree).stdout
-    return set(out.split())
+    code = ("import json, os; from dvc.repo import Repo; r = Repo('.'); print(json.dumps({s.addressing: "
+            "sorted(os.path.relpath(d.fs_path, r.root_dir) for d in s.deps if not hasattr(d, 'params')) "
+            "for s in r.index.stages}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True).stdout
+    return {name: set(deps) for name, deps in json.loads(out).items()}
 
 
 def lookup(params: dict, dotted: str):
@@ -44,11 +50,15 @@ def lookup(params: dict, dotted: str):
     return node
 
 
-def test_the_lock_names_only_stages_dvc_yaml_has(tmp_path):
+def test_the_lock_names_only_stages_dvc_yaml_has_with_their_deps(tmp_path):
     lock = yaml.safe_load(at_head("dvc.lock"))["stages"]
-    defined = head_stage_names(tmp_path)
-    assert dead_entries(set(lock), defined) == [], "dvc.lock has entries of removed stages: make prune-lock"
-    assert defined - set(lock) == set(), "stages never run for the committed lock: make reproduce"
+    defined = head_stages(tmp_path)
+    assert dead_entries(set(lock), set(defined)) == [], "dvc.lock has entries of removed stages: make prune-lock"
+    assert set(defined) - set(lock) == set(), "stages never run for the committed lock: make reproduce"
+    # and each entry was written for the deps dvc.yaml lists now (DVC does not flag a dep that was
+    # dropped from dvc.yaml; a forced rerun of the stage rewrites its entry)
+    for name, deps in defined.items():
+        assert {d["path"] for d in lock[name].get("deps", [])} == deps, name
 
 
 def test_every_locked_dep_and_committed_output_matches_head():
