@@ -30,8 +30,9 @@ def _blog_port_trains(workdir, model: str, epochs: int, learning_rate_bound: flo
 
 def test_blog_port_still_trains_with_both_loops(workdir):
     """The port's code path, both loops, with a two-layer model in place of ResNet50 (seconds, not a
-    minute): 60 epochs of 8 batches take the loss below 0.9 of the warm-up's."""
-    _blog_port_trains(workdir, "tiny", epochs=60, learning_rate_bound=0.9, batch=4)
+    minute): 120 epochs of 8 batches take the loss below 0.8 of the warm-up's (0.58-0.68 in 6 runs
+    here; at 60 epochs one custom run reached only 0.899, too close to a bound)."""
+    _blog_port_trains(workdir, "tiny", epochs=120, learning_rate_bound=0.8, batch=4)
 
 
 @pytest.mark.slow
