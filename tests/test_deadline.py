@@ -28,9 +28,12 @@ def gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    # a zombie still answers kill(0): count it as gone once its state says so
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().split(") ")[1].startswith("Z")
+    # a zombie still answers kill(0): count it as gone once its state says so (or once it is reaped)
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(") ")[1].startswith("Z")
+    except FileNotFoundError:
+        return True
 
 
 def test_guarded_in_time_leaves_the_child_alone():
