@@ -46,9 +46,14 @@ class CoreBudget:
         return {f"budget_{k}" if k in ("kind", "affinity") else k: v for k, v in asdict(self).items()}
 
 
+def on_gpus(train: TrainParams, gpus: int) -> bool:
+    """The replicas run on GPUs (one each): no core budget applies."""
+    return bool(gpus) and train.device != "cpu"
+
+
 def auto_replicas(train: TrainParams, usable: int, gpus: int) -> int:
     """What `replicas: auto` means on this host."""
-    if gpus and train.device != "cpu":
+    if on_gpus(train, gpus):
         return max(2, min(AUTO_MAX_REPLICAS, gpus))       # one per GPU (one GPU: 2 logical GPUs, labelled)
     fits = min(AUTO_MAX_REPLICAS, usable // train.cores_per_replica)
     return fits if fits >= 2 else 2                        # 1 would not be data parallel: oversubscribe
@@ -63,8 +68,7 @@ def resolve(variant: Variant, train: TrainParams, usable: int, gpus: int, sweep:
     if cores == "auto":
         cores = n_auto * train.cores_per_replica
     c = train.cores_per_replica
-    on_gpu = gpus and train.device != "cpu"
-    if sweep and not on_gpu and n * c > usable:
+    if sweep and not on_gpus(train, gpus) and n * c > usable:
         raise ParamsError(f"sweep.replicas: {n} replicas x {c} core(s) per replica need {n * c} cores, but this "
                           f"host has {usable} usable; the sweep is core-matched, so drop the point or run it on a "
                           f"bigger host")
@@ -76,16 +80,15 @@ def plan(replicas: int, cores: Optional[int], train: TrainParams, usable_ids: li
     """The budget of one process: a run of `replicas` replicas (or worker `worker` of a
     `replicas`-worker job, one replica each) given `cores` cores (None: replicas x c)."""
     c, usable = train.cores_per_replica, len(usable_ids)
-    if gpus and train.device != "cpu":
+    if on_gpus(train, gpus):
         return CoreBudget("gpu", c, usable, [], usable, 0, 0)
     if train.thread_policy == "tf_default":
         return CoreBudget("shared", c, usable, [], usable, 0, 0)
     total = replicas * c if cores is None else cores
     if total > usable:  # cores shared: as many threads as there are cores, split over the replicas
         share = max(1, usable // replicas)
-        if worker is not None:
-            return CoreBudget("oversubscribed", c, usable, list(usable_ids), usable, share, 1)
-        return CoreBudget("oversubscribed", c, usable, list(usable_ids), usable, share, replicas)
+        inter = 1 if worker is not None else replicas  # a worker process holds one replica
+        return CoreBudget("oversubscribed", c, usable, list(usable_ids), usable, share, inter)
     if worker is not None:  # one replica per process, each on its own c cores
         mine = usable_ids[worker * c:(worker + 1) * c]
         return CoreBudget("core_matched", c, c, mine, usable, c, 1)

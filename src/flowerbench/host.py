@@ -96,13 +96,24 @@ def usable_cores() -> int:
     return count
 
 
+def usable_core_ids(desc: dict[str, Any]) -> list[int]:
+    """The ids of the cores a description's `usable_cores` counts: the first of the affinity mask."""
+    return affinity()[:desc["usable_cores"]]
+
+
+def _cuda_visible() -> Optional[list[str]]:
+    """The GPU ids CUDA_VISIBLE_DEVICES names (an empty value or -1 hides every GPU); None if unset."""
+    given = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if given is None:
+        return None
+    return [g.strip() for g in given.split(",") if g.strip() and g.strip() != "-1"]
+
+
 def visible_gpus() -> list[str]:
     """The GPU ids this process may use, without importing TensorFlow: CUDA_VISIBLE_DEVICES when
-    set (an empty value hides every GPU), else one per line of `nvidia-smi -L`; [] without a driver."""
-    given = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if given is not None:
-        return [g.strip() for g in given.split(",") if g.strip() and g.strip() != "-1"]
-    return [str(i) for i, _ in enumerate(_nvidia_smi_gpus())]
+    set, else one per GPU `nvidia-smi` lists; [] without a driver."""
+    given = _cuda_visible()
+    return given if given is not None else [str(i) for i, _ in enumerate(_nvidia_smi_gpus())]
 
 
 def _nvidia_smi_gpus() -> list[tuple[str, str]]:
@@ -144,10 +155,9 @@ def tensorflow_cuda_build() -> dict[str, Any]:
 def describe() -> dict[str, Any]:
     """The host description: byte-identical (as JSON) on machines of one kind."""
     gpus = _nvidia_smi_gpus()
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    visible = _cuda_visible()
     if visible is not None:
-        keep = {g.strip() for g in visible.split(",")}
-        gpus = [g for i, g in enumerate(gpus) if str(i) in keep]
+        gpus = [g for i, g in enumerate(gpus) if str(i) in visible]
     return {
         "host_schema": HOST_SCHEMA,
         "cpu_model": cpu_model(),

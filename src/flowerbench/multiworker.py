@@ -149,7 +149,7 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     # Each local worker owns its own slice of the cores (one replica's share), set before TensorFlow
     # is imported; its threads are that share's, not divided a second time.
     machine = host.describe()
-    usable = host.affinity()[:machine["usable_cores"]]
+    usable = host.usable_core_ids(machine)
     cores = budget.plan(len(workers), None, params.train, usable, machine["gpu_count"],
                         worker=index if _local(workers) else 0)
     budget.pin(cores)

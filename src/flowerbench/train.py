@@ -27,7 +27,7 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) ->
         raise ParamsError(f"variant: {variant.name} is a {variant.workers}-worker job; it runs under "
                           f"`python -m flowerbench launch`, not `train`")
     machine = host.describe()          # before pinning: the host, not this process's share of it
-    usable = host.affinity()[:machine["usable_cores"]]
+    usable = host.usable_core_ids(machine)
     gpus = machine["gpu_count"]
     variant = budget.resolve(variant, params.train, len(usable), gpus, sweep=params.is_sweep(variant.name))
     out_path = paths.result_path(variant.name, results_dir)
