@@ -277,12 +277,10 @@ def pytest_collection_modifyitems(config, items):
     # first among them: it is the longest)
     items.sort(key=lambda item: (bool(needs(item)), "pipeline_repo" in getattr(item, "fixturenames", ())))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "master")
-    wanted = {f for item in items for f in needs(item)} | ({"pipeline_built"} if any(
-        "pipeline_repo" in getattr(i, "fixturenames", ()) for i in items) else set())
-    if worker not in ("master", "gw0") or not wanted:
+    wanted = {f for item in items for f in needs(item)}  # (fixturenames hold what fixtures need, too)
+    if worker not in ("master", "gw0") or not wanted or config.option.collectonly:
         return
-    base = config._tmp_path_factory.getbasetemp()  # pytest's own TempPathFactory (tmp_path's)
-    shared = base if worker == "master" else base.parent
+    shared = shared_dir(config._tmp_path_factory, worker)  # pytest's own TempPathFactory (tmp_path's)
     for fixture in sorted(wanted):
         name, target = SHARED_BUILDS[fixture]
         subprocess.Popen([sys.executable, "-c", "import sys; from tests.conftest import build_in_background as b; "
