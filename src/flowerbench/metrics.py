@@ -171,10 +171,6 @@ def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
     return out
 
 
-# Budget kinds whose runs own their cores (or GPUs): speed-up and efficiency mean something.
-OWNED = ("core_matched", "threads", "gpu")
-
-
 def budget_scale(r: Result) -> float | None:
     """How many same-budget baselines' worth of hardware `r` had: N replicas (core-matched, GPUs),
     or its cores over one replica's share (one replica with more threads); None when its

@@ -50,10 +50,10 @@ def banners(results: list[Result]) -> list[str]:
     return out
 
 
-def _x(m: dict, key: str = "speedup_vs_single") -> str:
-    """'1.31x [1.22-1.41]' (the interval when there is one)."""
+def _x(m: dict) -> str:
+    """'1.31x [1.22-1.41]': the speed-up vs 1 replica of the same loop (the interval when there is one)."""
     s = m["speedup_vs_single_same_loop"]
-    lo, hi = m.get(f"{key}_ci_low"), m.get(f"{key}_ci_high")
+    lo, hi = m.get("speedup_vs_single_ci_low"), m.get("speedup_vs_single_ci_high")
     return f"{s:.2f}x" + ("" if lo is None else f" [{lo:.2f}-{hi:.2f}]")
 
 
@@ -95,9 +95,9 @@ def answer(results: list[Result], metrics: dict, audit: list[dict]) -> str:
             f"The blog's 4 V100s: {blog}.")
 
 
-def _side(m: dict, key: str = "speedup_vs_single") -> str:
+def _side(m: dict) -> str:
     """faster / slower when the 95 % interval of the speed-up lies above / below 1, else unclear."""
-    lo, hi = m.get(f"{key}_ci_low"), m.get(f"{key}_ci_high")
+    lo, hi = m.get("speedup_vs_single_ci_low"), m.get("speedup_vs_single_ci_high")
     if lo is None:
         return "unclear"
     return "faster" if lo > 1 else "slower" if hi < 1 else "unclear"
