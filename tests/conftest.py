@@ -95,6 +95,34 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 240, env: dict
                           env=env or cli_env(), **kw)
 
 
+def report_in_process(cwd: Path) -> subprocess.CompletedProcess:
+    """`python -m flowerbench report` in this test's process: the same `cli.main`, with its exit code,
+    log lines and error line captured as the subprocess would give them.  It spares each render the
+    import of matplotlib, seaborn and pandas (1.3 s of CPU); test_report's same-bytes test checks that
+    it writes exactly what the command writes in a process of its own."""
+    import contextlib
+    import io
+    import logging
+    import signal
+
+    from flowerbench import cli
+    from flowerbench.log import ROOT
+
+    logger = logging.getLogger(ROOT)
+    handlers, sigterm, here = logger.handlers[:], signal.getsignal(signal.SIGTERM), os.getcwd()
+    logger.handlers = []                     # cli.main's setup() binds a handler to the redirected stderr
+    out, err = io.StringIO(), io.StringIO()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cli.main(["report"])
+    finally:
+        os.chdir(here)
+        logger.handlers = handlers
+        signal.signal(signal.SIGTERM, sigterm)
+    return subprocess.CompletedProcess([*CLI, "report"], rc, out.getvalue(), err.getvalue())
+
+
 def start_cli(*args: str, cwd: Path | None = None, env: dict | None = None, **kw) -> subprocess.Popen:
     """The same command, started in the background with stderr piped (for signal and kill tests)."""
     return subprocess.Popen([*CLI, *args], cwd=cwd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,

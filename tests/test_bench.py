@@ -30,9 +30,9 @@ def _blog_port_trains(workdir, model: str, epochs: int, learning_rate_bound: flo
 
 def test_blog_port_still_trains_with_both_loops(workdir):
     """The port's code path, both loops, with a two-layer model in place of ResNet50 (seconds, not a
-    minute): 120 epochs of 8 batches take the loss below 0.8 of the warm-up's (0.58-0.68 in 6 runs
-    here; at 60 epochs one custom run reached only 0.899, too close to a bound)."""
-    _blog_port_trains(workdir, "tiny", epochs=120, learning_rate_bound=0.8, batch=4)
+    minute): 15 epochs of 8 batches take the loss below half the warm-up's (0.12 for both loops here;
+    the model, unpooled, fits the 30 images; the pooled one it replaced needed 120 epochs for 0.6)."""
+    _blog_port_trains(workdir, "tiny", epochs=15, learning_rate_bound=0.5, batch=4)
 
 
 @pytest.mark.slow

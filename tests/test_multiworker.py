@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from tests.conftest import run_cli, tiny_params, write_params
+from tests.conftest import cli_env, run_cli, tiny_params, write_params
 
 B = 8  # per worker
 
@@ -41,11 +41,37 @@ def test_two_workers_equal_one_worker_with_twice_the_batch(workdir):
     assert diff < 1e-5
 
 
-def test_launch_writes_a_labelled_result(workdir):
-    proc = run_cli("launch", cwd=workdir, timeout=240)
+def test_launch_writes_a_labelled_result_and_restarts_on_a_port_taken_before_a_worker_binds(workdir):
+    """One launch, two guards.  The result is labelled, and each worker was pinned to its own core.
+    And the launcher's ports are free when chosen but released before the workers bind them (TF's
+    gRPC server refuses port reuse and TF_CONFIG lists every port, so they cannot be held): another
+    process can take one in between.  Injected here: the test holds the first attempt's port of
+    worker 0.  That worker exits with EX_TEMPFAIL, the launcher kills the job, says so in one line,
+    and the second attempt, on fresh ports, writes the result."""
+    import socket
+
+    from flowerbench.multiworker import EXIT_PORT_TAKEN, TEST_PORTS_ENV, free_ports
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    spare, = free_ports(1)
+    try:
+        proc = run_cli("launch", cwd=workdir, timeout=240, env=cli_env(**{TEST_PORTS_ENV: f"{taken},{spare}"}))
+    finally:
+        held.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert EXIT_PORT_TAKEN == 75
+    assert (f"worker 0 could not bind 127.0.0.1:{taken} (taken by another process after it was chosen); "
+            f"restarting the 2-worker job with fresh ports (attempt 2 of 3)") in proc.stderr
+    assert (f"flowerbench worker: error: worker 0 could not start its gRPC server on 127.0.0.1:{taken}: the port is "
+            f"taken by another process") in proc.stderr
     r = json.loads((workdir / "results" / "multiworker_custom.json").read_text())
-    assert r["strategy"] == "MultiWorkerMirroredStrategy" and r["workers"] == 2
+    assert r["workers"] == 2 and not any(f":{taken}/" in d for d in r["devices"])
+    assert [p.name for p in (workdir / "results").iterdir()] == ["multiworker_custom.json"]
+    # the labels
+    assert r["strategy"] == "MultiWorkerMirroredStrategy"
     assert r["device_kind"] == "local_cpu_workers" and r["loop"] == "custom" and r["gpu_model"] is None
     # each worker pinned to its own core before TensorFlow started, its threads one replica's share
     # (not divided by the worker count again); the chief's mask and pools read back in its process
@@ -57,7 +83,6 @@ def test_launch_writes_a_labelled_result(workdir):
         assert f"[worker 1] core budget core_matched: pinned to [{cores[1]}]" in proc.stderr
     else:
         assert r["budget_kind"] == "oversubscribed" and r["emulated"] is True
-    assert not [p.name for p in (workdir / "results").iterdir() if p.name != "multiworker_custom.json"]
 
 
 def test_workers_flag_must_match_params(workdir):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -12,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from flowerbench.results import SCHEMA_VERSION
-from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, read_until, run_cli,
-                            start_cli, tiny_params, tree_snapshot, write_params)
+from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, read_until,
+                            report_in_process, run_cli, start_cli, tiny_params, tree_snapshot, write_params)
 
 LONG = {"train.epochs": 400, "train.verbose": "auto"}  # long enough to interrupt mid-epoch
 
@@ -62,7 +63,6 @@ def test_output_dir_not_writable(workdir):
 
 
 def test_missing_data_folder(workdir):
-    import shutil
     shutil.rmtree(workdir / "data" / "flower_photos")
     proc = run_cli("train", "--variant", "single_fit", cwd=workdir)
     assert_clean_failure(proc, 1, "data/flower_photos: image folder not found; run `python -m flowerbench fetch`")
@@ -71,13 +71,25 @@ def test_missing_data_folder(workdir):
 
 # --------------------------------------------------------------------------- report
 
-@pytest.fixture
-def report_dir(workdir, tmp_path):
-    """results/ with hand-made files for every variant, and a good report already rendered."""
+@pytest.fixture(scope="session")
+def rendered(tiny_data, tmp_path_factory) -> Path:
+    """Hand-made results for every variant and the good report rendered from them, once per worker."""
     from tests.test_report import fake_results
-    fake_results(workdir / "results")
-    ok = run_cli("report", cwd=workdir, timeout=120)
+
+    root = tmp_path_factory.mktemp("rendered")
+    shutil.copytree(tiny_data, root / "data")
+    write_params(root / "params.yaml", tiny_params())
+    fake_results(root / "results")
+    ok = report_in_process(root)
     assert ok.returncode == 0, ok.stderr[-2000:]
+    return root
+
+
+@pytest.fixture
+def report_dir(workdir, rendered):
+    """results/ with hand-made files for every variant, and a good report already rendered (a copy)."""
+    for folder in ("results", "reports"):
+        shutil.copytree(rendered / folder, workdir / folder)
     return workdir
 
 
@@ -134,7 +146,7 @@ def test_report_labels_results_from_another_commit_or_data(report_dir, field, va
     """A result left from another commit or another data set is never mixed in silently: the
     report names it in a WARNING banner and in the log."""
     _edit_result(report_dir, "mirrored_fit", lambda r: r.update({field: value}))
-    proc = run_cli("report", cwd=report_dir, timeout=120)
+    proc = report_in_process(report_dir)
     assert proc.returncode == 0, proc.stderr[-2000:]
     md = (report_dir / "reports" / "report.md").read_text()
     head = md.split("## Headline")[0]
@@ -147,7 +159,7 @@ def test_report_mixed_param_sets_warns_and_names_them(report_dir):
     r = json.loads(path.read_text())
     r["params"]["train"]["epochs"] = 7
     path.write_text(json.dumps(r))
-    proc = run_cli("report", cwd=report_dir, timeout=120)
+    proc = report_in_process(report_dir)
     assert proc.returncode == 0
     assert "warning: results from different param sets: mirrored_fit differ from single_fit" in proc.stderr
     assert "WARNING: results from different param sets: mirrored_fit" in (report_dir / "reports" / "report.md").read_text()
@@ -205,36 +217,6 @@ def test_launcher_deadline_kills_everything(workdir):
     assert time.monotonic() - t0 < 30
     assert_clean_failure(proc, 1, "job exceeded multiworker.deadline_s=8s; killed worker(s) 0, 1")
     assert not (workdir / "results" / "multiworker_custom.json").exists()
-
-
-def test_a_port_taken_before_a_worker_binds_restarts_the_job_with_fresh_ports(workdir):
-    """The launcher's ports are free when chosen and released before the workers bind them (TF's
-    gRPC server refuses port reuse and TF_CONFIG lists every port, so they cannot be held): another
-    process can take one in between.  Injected here: the test holds the first attempt's port of
-    worker 0.  That worker exits with EX_TEMPFAIL, the launcher kills the job, says so in one line,
-    and the second attempt, on fresh ports, writes the result."""
-    import socket
-
-    from flowerbench.multiworker import EXIT_PORT_TAKEN, TEST_PORTS_ENV, free_ports
-
-    held = socket.socket()
-    held.bind(("127.0.0.1", 0))
-    held.listen()
-    taken = held.getsockname()[1]
-    spare, = free_ports(1)
-    try:
-        proc = run_cli("launch", cwd=workdir, timeout=240, env=cli_env(**{TEST_PORTS_ENV: f"{taken},{spare}"}))
-    finally:
-        held.close()
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert EXIT_PORT_TAKEN == 75
-    assert (f"worker 0 could not bind 127.0.0.1:{taken} (taken by another process after it was chosen); "
-            f"restarting the 2-worker job with fresh ports (attempt 2 of 3)") in proc.stderr
-    assert (f"flowerbench worker: error: worker 0 could not start its gRPC server on 127.0.0.1:{taken}: the port is "
-            f"taken by another process") in proc.stderr
-    result = json.loads((workdir / "results" / "multiworker_custom.json").read_text())
-    assert result["workers"] == 2 and not any(f":{taken}/" in d for d in result["devices"])
-    assert [p.name for p in (workdir / "results").iterdir()] == ["multiworker_custom.json"]
 
 
 def test_worker_without_tf_config(workdir):
