@@ -8,7 +8,10 @@ shows the median with min and max.  Settings are the same for the peers (data fi
 batch, replicas, epochs).  Writes reports/bench.json and reports/bench.md.
 
 1. ours / blog: our `fit` and `custom` variants vs benchmarks/blog_port.py    target <= 0.90
-   (both timed over the blog's window: the whole timed fit() call / epoch loop)
+   (both timed over the blog's window: the whole timed fit() call / epoch loop), at the same core
+   budget: the blog's process pinned to our run's cores with our thread pools, at 1 x c and at
+   N x c cores (N = `replicas: auto`)                                        target <= 1.00 at N x c
+   with img/s and efficiency for both codes, 95 % intervals over the rounds
 2. real / tensors: our JPEG pipeline vs in-memory tensors (same model)      target <= 1.05
 3. harness: timed seconds / sum of per-step seconds (step_timing on)          target <= 1.02
    and the fixed cost per stage (imports, tracing, start-up)
@@ -37,7 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from flowerbench import paths, provenance, render, results  # noqa: E402
+from flowerbench import budget, host, paths, provenance, render, results  # noqa: E402
+from flowerbench.budget import CoreBudget  # noqa: E402
+from flowerbench.config import load_params  # noqa: E402
 from flowerbench.dataset import list_images  # noqa: E402
 from flowerbench.deadline import Deadline, DeadlineExceeded, guarded  # noqa: E402
 from flowerbench.devices import cpu_count, cpu_model  # noqa: E402
@@ -47,11 +52,15 @@ from flowerbench.lockfile import pending_stages  # noqa: E402
 PY = sys.executable
 
 
-def run_measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS of the process in MiB, stdout)."""
+def run_measured(cmd: list[str], cwd: Path, env: dict | None = None,
+                 cores: list[int] | None = None) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS of the process in MiB, stdout); `cores`: its affinity mask, set in the
+    child before it starts (before TensorFlow sizes its thread pools from it)."""
+    pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True, env=env or os.environ.copy())
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True, env=env or os.environ.copy(),
+                                preexec_fn=pin)
         _, status, usage = os.wait4(proc.pid, 0)  # rusage of exactly this child
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -84,7 +93,8 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
                            custom_graph="epoch")  # the blog's loop; the `step` knob file times ours
     params["variants"] = {n: {"loop": l, "replicas": r} for n, l, r in
                           [("single_fit", "fit", 1), ("single_custom", "custom", 1),
-                           ("r2_fit", "fit", 2), ("r4_fit", "fit", 4)]}
+                           ("r2_fit", "fit", 2), ("r4_fit", "fit", 4), ("rN_fit", "fit", "auto"),
+                           ("rN_custom", "custom", "auto")]}
     params["sweep"] = {"replicas": [], "loops": ["fit"]}
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for name, pipeline, policy, graph, step_timing, px in (
@@ -103,21 +113,68 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
 def ours(work: Path, variant: str, params: str = "params.yaml") -> dict:
     wall, rss, _ = run_measured([PY, "-m", "flowerbench", "train", "--variant", variant, "--params", params], work)
     r = results.load(work / "results" / f"{variant}.json")
-    return {"timed_seconds": r.timed_seconds, "call_seconds": statistics.median(r.repeat_wall_seconds),
+    call = statistics.median(r.repeat_wall_seconds)
+    return {"timed_seconds": r.timed_seconds, "call_seconds": call,
             "wall_seconds": wall, "stage_seconds": r.stage_seconds, "warmup_seconds": r.warmup_seconds,
-            "images_per_second": r.images_per_second, "harness_ratio": r.harness_ratio, "rss_mib": rss}
+            "images_per_second": r.images_per_second, "harness_ratio": r.harness_ratio, "rss_mib": rss,
+            "call_images_per_second": r.images_per_epoch * r.epochs / call, "replicas": r.replicas,
+            "budget": {"budget_kind": r.budget_kind, "budget_affinity": r.budget_affinity,
+                       "intra_op_threads": r.intra_op_threads, "inter_op_threads": r.inter_op_threads}}
+
+
+def same_budget(replicas: int) -> CoreBudget:
+    """The core budget our `train` gives `replicas` replicas on this host (budget.py, this checkout's
+    params): the blog's code runs under exactly this mask and these thread pools."""
+    machine = host.describe()
+    return budget.plan(replicas, None, load_params(REPO / "params.yaml").train, host.usable_core_ids(machine),
+                       machine["gpu_count"])
+
+
+def auto_replicas() -> int:
+    """N of the N x c budget: what `replicas: auto` is on this host."""
+    machine = host.describe()
+    return budget.auto_replicas(load_params(REPO / "params.yaml").train, machine["usable_cores"], machine["gpu_count"])
+
+
+def same_budget_rows(runs: dict[str, list[dict]], n: int) -> list[dict]:
+    """Ours against the blog's code at 1 x c and N x c: img/s over the rounds (median, 95 % interval)
+    in the blog's window (the whole timed call), and each one's efficiency at N (img/s at N / img/s at
+    1 / N, interval by the delta method)."""
+    from flowerbench.metrics import interval, ratio_interval
+
+    rows = []
+    for loop in ("fit", "custom"):
+        for who in ("ours", "blog"):
+            one, many = (runs.get(f"{who}_{loop}{suffix}") for suffix in ("", "_N"))
+            if not one or not many:
+                continue
+            key = "call_images_per_second" if who == "ours" else "images_per_second"
+            iv1, ivn = interval([r[key] for r in one]), interval([r[key] for r in many])
+            lo, hi = ratio_interval(ivn, iv1)
+            rows.append({"loop": loop, "code": who, "replicas": n, "img_s_1": iv1, "img_s_n": ivn,
+                         "efficiency": ivn["median"] / iv1["median"] / n,
+                         "efficiency_low": lo / n if lo else None, "efficiency_high": hi / n if hi else None,
+                         "budget_1": one[0]["budget"], "budget_n": many[0]["budget"]})
+    return rows
 
 
 def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epochs: int) -> dict:
+    """The blog's code (its port), pinned to the same cores with the same thread pools as our run of
+    the same replicas (TensorFlow reads TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS at start)."""
     cmd = [PY, str(REPO / "benchmarks" / "blog_port.py"), "--data", str(work / paths.FLOWERS), "--loop", loop,
            "--replicas", str(replicas), "--image-size", str(image_size), "--batch-size", str(batch),
            "--epochs", str(epochs)]
-    wall, rss, out = run_measured(cmd, work)
+    b = same_budget(replicas)
+    env = os.environ.copy()
+    if b.intra_op_threads:
+        env.update(TF_NUM_INTRAOP_THREADS=str(b.intra_op_threads), TF_NUM_INTEROP_THREADS=str(b.inter_op_threads))
+    wall, rss, out = run_measured(cmd, work, env=env, cores=b.affinity or None)
     line = json.loads(out.strip().splitlines()[-1])
     # The blog's time.time() window is the whole timed call: that is its call_seconds too.
+    n_images = sum(1 for f in (work / paths.FLOWERS).rglob("*") if f.is_file())
     return {"timed_seconds": line["timed_seconds"], "call_seconds": line["timed_seconds"], "wall_seconds": wall,
-            "rss_mib": rss,
-            "final_loss": line["final_loss"]}
+            "rss_mib": rss, "final_loss": line["final_loss"], "budget": b.as_dict(),
+            "images_per_second": n_images * epochs / line["timed_seconds"]}
 
 
 def machine_ceiling(work: Path) -> dict:
@@ -216,6 +273,14 @@ def reproduce_in_clone(root: Path, deadline_s: float = 1800.0, keep: Path | None
     return result
 
 
+def fmt_or(x: float | None, spec: str = ".2f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def iv_cell(iv: dict) -> str:
+    return f"{iv['median']:.1f} [{fmt_or(iv['low'], '.1f')}, {fmt_or(iv['high'], '.1f')}]"
+
+
 def summary(xs: list[float]) -> dict:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
@@ -246,10 +311,16 @@ def main() -> int:
         repro = None if a.no_reproduce else reproduce_in_clone(tmp, keep=keep)
         work = make_workdir(tmp, a.images, a.image_size, a.batch, a.epochs)
         runs: dict[str, list[dict]] = {}
+        n = auto_replicas()
+        # ours and the blog's code at the same budgets, 1 x c and N x c cores (same_budget)
         plan = [("blog_fit", lambda: blog(work, "fit", 1, a.image_size, a.batch, a.epochs)),
                 ("ours_fit", lambda: ours(work, "single_fit")),
                 ("blog_custom", lambda: blog(work, "custom", 1, a.image_size, a.batch, a.epochs)),
                 ("ours_custom", lambda: ours(work, "single_custom")),
+                ("blog_fit_N", lambda: blog(work, "fit", n, a.image_size, a.batch, a.epochs)),
+                ("ours_fit_N", lambda: ours(work, "rN_fit")),
+                ("blog_custom_N", lambda: blog(work, "custom", n, a.image_size, a.batch, a.epochs)),
+                ("ours_custom_N", lambda: ours(work, "rN_custom")),
                 ("ours_custom_step", lambda: ours(work, "single_custom", "params-step.yaml")),
                 ("ours_fit_tensors", lambda: ours(work, "single_fit", "params-tensors.yaml"))]
         for rnd in range(a.rounds):
@@ -287,6 +358,11 @@ def main() -> int:
         ratio("ours/blog seconds, custom loop (custom_graph=epoch, as the blog)", "ours_custom", "blog_custom",
               0.90, call)
         ratio("ours/blog seconds, custom loop (custom_graph=step)", "ours_custom_step", "blog_custom", 0.90, call)
+        ratio(f"ours/blog seconds at {n} replicas (same cores and threads), fit", "ours_fit_N", "blog_fit_N", 1.0,
+              call)
+        ratio(f"ours/blog seconds at {n} replicas (same cores and threads), custom loop", "ours_custom_N",
+              "blog_custom_N", 1.0, call)
+        peers = same_budget_rows(runs, n)
         ratio("real/tensors epoch time (input ceiling)", "ours_fit", "ours_fit_tensors", 1.05)
         for name, label in (("ours_fit_steptimed", "fit"), ("ours_custom_steptimed", "custom loop, step")):
             row(f"harness: timed / sum of step seconds, {label}", runs[name][0]["harness_ratio"], 1.02)
@@ -315,7 +391,7 @@ def main() -> int:
                                          for k, v in runs.items() if k.startswith("ours")},
                "peak_rss_mib": {k: max(r["rss_mib"] for r in v) for k, v in runs.items()},
                "scaling_images_per_second": scaling, "machine_ceiling": ceiling, "closeness": close,
-               "reproduce": repro, "runs": runs,
+               "reproduce": repro, "runs": runs, "same_budget": peers,
                "bench_seconds": time.perf_counter() - t_start}
         write_json(REPO / paths.BENCH_JSON, out)
         mm = lambda d: f"{d['median']:.2f} [{d['min']:.2f}, {d['max']:.2f}]"  # noqa: E731
@@ -327,6 +403,17 @@ def main() -> int:
               render.table(["measure", "value", "target", "meets"],
                            [[r["measure"], f"{r['value']:.3f}", f"<= {r['target']}", "yes" if r["meets"] else "NO"]
                             for r in rows]),
+              f"Ours against the blog's code (benchmarks/blog_port.py) at the same core budget: 1 x c and {n} x c "
+              "cores, the blog's process pinned to our run's cores with our thread pools (intra-op c, inter-op "
+              "replicas). img/s over the whole timed call (the blog's window), median [95 % interval] over the "
+              "rounds; efficiency = img/s at N / img/s at 1 / N. Ours should be at least as fast at every budget; "
+              "efficiency is reported, not targeted (a faster baseline lowers it).",
+              render.table(["loop", "code", "1 x c img/s", f"{n} x c img/s", "efficiency [95% CI]", "budget at N"],
+                           [[r["loop"], r["code"], iv_cell(r["img_s_1"]), iv_cell(r["img_s_n"]),
+                             f"{r['efficiency']:.2f} [{fmt_or(r['efficiency_low'])}, {fmt_or(r['efficiency_high'])}]",
+                             f"{r['budget_n']['budget_kind']} {r['budget_n']['budget_affinity']}, intra "
+                             f"{r['budget_n']['intra_op_threads']} / inter {r['budget_n']['inter_op_threads']}"]
+                            for r in peers]),
               "Timed epochs: our timed seconds (sum of the timed epochs).  Whole call: the blog's "
               "time.time() window around the timed fit() call or epoch loop, which the ours/blog rows use.",
               render.table(["run", "timed epochs s median [min, max]", "whole call s median [min, max]",

@@ -7,7 +7,7 @@ import pytest
 from flowerbench.cli import build_parser, one_line
 from tests.conftest import run_cli
 
-STAGES = ["fetch", "train", "report", "worker", "launch", "preflight", "exp-args"]
+STAGES = ["fetch", "train", "report", "worker", "launch", "terms", "probe", "preflight", "exp-args"]
 
 
 @pytest.mark.parametrize("stage", STAGES)

@@ -15,12 +15,12 @@ def test_defaults_are_the_blogs_variants():
     p = Params()
     assert p.seed == 123 and p.model.arch == "resnet50"
     # the blog's four (its 4 GPUs -> as many core-matched replicas as fit, up to 4), the input
-    # ceiling, and one replica on the mirrored runs' cores as threads
+    # ceiling and compute term of each loop, and one replica on the mirrored runs' cores as threads
     assert [(v.name, v.loop, v.replicas, v.cores) for v in p.declared_variants()] == [
         ("single_fit", "fit", 1, None), ("mirrored_fit", "fit", "auto", None), ("single_custom", "custom", 1, None),
         ("mirrored_custom", "custom", "auto", None), ("single_fit_tensors", "fit", 1, None),
-        ("single_fit_threads", "fit", 1, "auto")]
-    assert p.variants["single_fit_tensors"].pipeline == "tensors"
+        ("single_custom_tensors", "custom", 1, None), ("single_fit_threads", "fit", 1, "auto")]
+    assert p.variants["single_fit_tensors"].pipeline == p.variants["single_custom_tensors"].pipeline == "tensors"
     assert p.train.cores_per_replica == 1 and p.multiworker.workers == "auto"
 
 

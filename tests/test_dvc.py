@@ -21,7 +21,7 @@ from tests.stage_deps import closure
 
 PKG_DIR = REPO / "src" / "flowerbench"
 # The subcommands a stage's command runs: `launch` starts `python -m flowerbench worker` processes.
-SPAWNS = {"launch": ["launch", "worker"]}
+SPAWNS = {"launch": ["launch", "worker"], "terms": ["terms", "probe"]}
 # Params every training stage reads (train.verbose only changes progress output).
 TRAIN_PARAMS = ["seed", "data.image_size", "data.max_images", "data.pipeline", "data.cache", "model",
                 *[f"train.{k}" for k in TrainParams.model_fields if k != "verbose"]]
@@ -42,7 +42,7 @@ def test_dvc_yaml_outputs_match_paths_module():
     st = stages()
     assert st["host"]["outs"] == [{str(paths.HOST): {"cache": False}}] and st["host"]["always_changed"] is True
     # every stage that measures depends on the host description, and so does the report
-    for name in ("train", "sweep", "multiworker", "report"):
+    for name in ("train", "sweep", "multiworker", "terms", "report"):
         assert str(paths.HOST) in _body(st[name])["deps"], name
     assert str(paths.HOST) not in st["fetch"]["deps"]  # the data do not depend on the machine
     assert _names(st["fetch"]["outs"]) == [str(paths.FLOWERS), str(paths.QUARANTINE), str(paths.MANIFEST)]
@@ -71,6 +71,8 @@ def test_stage_deps_are_the_code_its_command_runs(name):
     subs = SPAWNS.get(sub, [sub])
     if sub == "launch":
         assert '"-m", "flowerbench", "worker"' in (PKG_DIR / "multiworker.py").read_text()
+    if sub == "terms":
+        assert '"-m", "flowerbench", "probe"' in (PKG_DIR / "terms.py").read_text()
     want = {f"src/flowerbench/{m}" for m in closure(PKG_DIR, subs)}
     have = {d for d in stage["deps"] if d.startswith("src/")}
     assert want - have == set(), f"{name}: dvc.yaml misses {sorted(want - have)}"
@@ -95,17 +97,18 @@ def test_param_deps_are_narrow():
     assert _body(st["train"])["params"] == [{"params.yaml": TRAIN_PARAMS}, "variants.${key}"]
     assert st["sweep"]["params"] == [{"params.yaml": TRAIN_PARAMS}]
     assert st["multiworker"]["params"] == [{"params.yaml": TRAIN_PARAMS}, "multiworker"]
+    assert st["terms"]["params"] == [{"params.yaml": TRAIN_PARAMS}]  # not the variants: editing one leaves it
     assert not any(p.startswith("train") for p in st["fetch"]["params"])
 
 
 def test_training_params_are_named_once_and_aliased():
     """dvc.yaml lists the training params once (a YAML anchor in train's meta) and the other training
-    stages alias it, so the three can never disagree; DVC resolves the alias to the same keys."""
+    stages alias it, so they can never disagree; DVC resolves the alias to the same keys."""
     text = (REPO / "dvc.yaml").read_text()
     training = text[text.index("\n  train:\n"):text.index("\n  report:\n")]  # fetch reads `seed` too
     for key in TRAIN_PARAMS:
         assert len([l for l in training.splitlines() if l.strip() == f"- {key}"]) == 1, key
-    assert text.count("&training_params") == 1 and text.count("*training_params") == 3
+    assert text.count("&training_params") == 1 and text.count("*training_params") == 4  # sweep, multiworker, terms
     listed = dvc("stage", "list", cwd=REPO).stdout  # DVC itself parses the anchors
     assert "train@single_fit" in listed and "multiworker" in listed
 
@@ -124,7 +127,7 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     repo = pipeline_repo
     names = sorted(p.stem for p in (repo / "results").glob("*.json"))
     assert names == sorted(["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "sweep_r2_fit",
-                            "multiworker_custom"])
+                            "multiworker_custom", "model-terms"])
     manifest = json.loads((repo / "data" / "manifest.json").read_text())
     assert manifest["synthetic"] is True and manifest["total"] == 3670
     r = json.loads((repo / "results" / "mirrored_fit.json").read_text())
@@ -213,13 +216,42 @@ def test_another_core_count_reruns_every_training_stage_and_the_report(pipeline_
         assert json.loads((pipeline_repo / "data" / "host.json").read_text())["usable_cores"] == 1
         changed = status(pipeline_repo)
         assert set(changed) == {"train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
+                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "terms", "report"}
         for name, entries in changed.items():
             deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
             assert deps == {"data/host.json": "modified"}, (name, entries)
     finally:
         git("checkout", "--", "data/host.json", "dvc.lock", cwd=pipeline_repo)
     assert status(pipeline_repo) == {}
+
+
+def test_the_terms_stage_measures_the_model_on_this_host(pipeline_repo):
+    """results/model-terms.json from the pipeline's own `terms` stage: every core-matched N that fits,
+    each probe on the cores it should have had, the all-reduce of the model's real gradients; and
+    the report's model section built from it."""
+    t = json.loads((pipeline_repo / "results" / "model-terms.json").read_text())
+    cores = sorted(os.sched_getaffinity(0))
+    assert t["host"] == json.loads((pipeline_repo / "data" / "host.json").read_text()) and t["git_commit"]
+    if len(cores) < 2:
+        assert t["replicas"] == [] and "nothing to predict" in t["skipped"]
+        return
+    assert t["replicas"] == list(range(2, min(4, len(cores)) + 1)) and t["cores_per_replica"] == 1
+    assert t["input"]["images"] == 64 and t["input"]["cache"] is True and t["input"]["cores"] == cores[:1]
+    assert len(t["input"]["seconds"]) == 3 and t["input"]["median_rate"] > 0
+    alone = t["step_alone"]
+    assert alone["cores"] == cores[:1] and alone["batch"] == 4 and len(alone["seconds"]) == 8
+    k = t["contention"]["2"]
+    assert k["cores"] == [cores[:1], cores[1:2]] and len(k["seconds_each"]) == 2 and k["factor"] > 0
+    assert k["factor"] == pytest.approx(sum(k["median_seconds_each"]) / 2 / alone["median_seconds"])
+    a = t["allreduce"]["2"]
+    trained = json.loads((pipeline_repo / "results" / "single_fit.json").read_text())
+    assert a["cores"] == cores[:2] and a["replicas"] == 2 and a["cross_device_ops"] == "CollectiveAllReduce"
+    assert 0 < a["parameters"] <= trained["parameter_count"] and len(a["seconds"]) == 10
+    md = (pipeline_repo / "reports" / "report.md").read_text()
+    section = md.split("## The model, tested on this host")[1].split("## The blog explained")[0]
+    assert "contention (kappa_2)" in section and "all-reduce (a_2)" in section
+    # the tiny pipeline has no tensors twin: its core-matched runs are listed, not predicted
+    assert "| sweep_r2_fit | 2 replica(s) | test | cannot predict: no in-memory-tensors twin of the fit loop" in section
 
 
 def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
@@ -229,7 +261,7 @@ def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
         cli.write_text(text + "\n# an edit\n")
         changed = status(pipeline_repo)
         assert set(changed) == {"host", "fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
+                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "terms", "report"}
         for name, entries in changed.items():  # dvc status: [{"changed deps": {path: "modified"}}]
             deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
             assert deps == {"src/flowerbench/cli.py": "modified"}, (name, entries)
@@ -256,8 +288,8 @@ def test_adding_a_variant_leaves_the_others_up_to_date(pipeline_repo):
 
 def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_path):
     """On a copy of its own, with two training stages (single_fit and mirrored_custom; the other
-    variants, the sweep point and the multi-worker stage are dropped and committed first, and nothing
-    retrains for that): every experiment retrains both, and nothing else but the report."""
+    variants, the sweep point, the multi-worker and the terms stages are dropped and committed first,
+    and nothing retrains for that): every experiment retrains both, and nothing else but the report."""
     repo = copy_pipeline(pipeline_built, tmp_path / "exp")
     p = yaml.safe_load((repo / "params.yaml").read_text())
     p["variants"] = {k: v for k, v in p["variants"].items() if k in ("single_fit", "mirrored_custom")}
@@ -265,7 +297,7 @@ def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_pa
     p["multiworker"]["workers"] = 0
     write_params(repo / "params.yaml", p)
     pipeline = yaml.safe_load((repo / "dvc.yaml").read_text())
-    del pipeline["stages"]["multiworker"]
+    del pipeline["stages"]["multiworker"], pipeline["stages"]["terms"]
     (repo / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
     ran = dvc("repro", cwd=repo).stdout
     assert [l.split("'")[1] for l in ran.splitlines() if l.startswith("Running stage")] == ["host", "report"], ran

@@ -354,3 +354,50 @@ def test_the_same_results_render_the_same_bytes(workdir):
     assert tree_snapshot(workdir / "reports") == first
     first = {str(Path(f).relative_to(workdir / "reports")): b for f, b in first.items()}
     assert "from results measured 2026-12-04T10:00:00+00:00 to 2026-12-04T10:05:00+00:00" in first["report.md"].decode()
+
+
+def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
+    """Predicted beside measured for every core-matched multi-replica run, from the terms file and
+    the tensors twin; a miss says by how much and which term is missing, and the blog section says
+    that the model failed here before it uses it."""
+    from tests.test_predict import fake_terms
+
+    fake_results(workdir / "results")
+    p = tiny_params()
+    p["variants"]["single_custom_tensors"] = {"loop": "custom", "replicas": 1, "pipeline": "tensors"}
+    write_params(workdir / "params.yaml", p)
+    twin = fake_result("single_custom_tensors", "custom", 1, 57.6, "logical_cpu", True)
+    twin["pipeline"] = "tensors"
+    (workdir / "results" / "single_custom_tensors.json").write_text(json.dumps(twin))
+    (workdir / "results" / "model-terms.json").write_text(json.dumps(fake_terms()))
+    m = _report(workdir)["model"]
+    md = (workdir / "reports" / "report.md").read_text()
+    section = md.split("## The model, tested on this host")[1].split("## The blog explained")[0]
+    # mirrored_custom (50 s) predicted 4 x (29 x (1.25 x 0.248 + 0.05) + 3670 / 2000) = 49.14 s: holds
+    assert "| mirrored_custom | 2 replica(s) | test | 49.14 = 36.00 + 5.80 + 7.34 | 50.00 n/a | -1.7% | " \
+           "[42.50, 57.50] | holds |" in section
+    # the 2-worker job (70 s) gets the same prediction and misses: 180 ms per step in no term
+    row = next(l for l in section.splitlines() if l.startswith("| multiworker_custom"))
+    assert "| -29.8% |" in row and "MISSED: 180 ms per step that no term holds" in row and "gRPC" in row
+    assert "| mirrored_fit | 2 replica(s) | test | cannot predict: no in-memory-tensors twin of the fit loop" in section
+    assert "| single_custom | 1 replica(s) | check of the input term" in section and "| consistent |" in section
+    assert "contention (kappa_2): 1.250" in section and "all-reduce (a_2): 50.0 ms per step" in section
+    assert "The model MISSED 1 of 2 multi-replica run(s) (multiworker_custom; errors: mirrored_custom -1.7%, " \
+           "multiworker_custom -29.8%)." in section and "It could not predict mirrored_fit" in section
+    blog = md.split("## The blog explained")[1]
+    assert blog.lstrip().split("\n")[2].startswith("Caution: in its CPU form this model missed 1 of 2")
+    assert m["mirrored_custom"]["holds"] == 1 and m["multiworker_custom"]["holds"] == 0
+    assert m["mirrored_custom"]["predicted_seconds"] == pytest.approx(49.14)
+    # a terms file of another schema is refused, naming it, and the report stays as it was
+    (workdir / "results" / "model-terms.json").write_text(json.dumps({**fake_terms(), "schema_version": 0}))
+    proc = report_in_process(workdir)
+    assert proc.returncode == 1 and "results/model-terms.json: schema_version 0, this code reads 1" in proc.stderr
+    assert (workdir / "reports" / "report.md").read_text() == md
+
+
+def test_without_terms_the_model_is_not_claimed(workdir):
+    fake_results(workdir / "results")
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "No terms were measured (results/model-terms.json is missing" in md
+    assert "This model has not been tested on this host" in md.split("## The blog explained")[1]

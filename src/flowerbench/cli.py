@@ -6,6 +6,8 @@
     python -m flowerbench report [--params ...]
     python -m flowerbench worker --variant multiworker_custom   (one TF_CONFIG worker)
     python -m flowerbench launch [--workers N]                  (N local workers)
+    python -m flowerbench terms  [--params ...]                 (the model's terms: results/model-terms.json)
+    python -m flowerbench probe  KIND --cores 0,1 --batch B     (one term, one process; run by `terms`)
     python -m flowerbench preflight --params params-blog.yaml   (can this host run it?)
     python -m flowerbench exp-args --params params-blog.yaml    (-S args for dvc exp run)
     python -m flowerbench measured --since ISO-TIME             (what `make reproduce` measured, reused)
@@ -79,6 +81,19 @@ def _cmd_launch(args, params):
                                    extra_worker_args=args.worker_arg or [])
 
 
+def _cmd_terms(args, params):
+    from . import terms
+    terms.run(params, params_path=args.params)
+
+
+def _cmd_probe(args, params):
+    # pinned before TensorFlow starts: its thread pools size themselves from the mask
+    os.sched_setaffinity(0, [int(c) for c in args.cores.split(",")])
+    tensorflow_env()
+    from . import probes
+    return probes.main(params, args.kind, args.replicas, args.count, args.batch, args.input_epochs)
+
+
 def _cmd_preflight(args, params):
     tensorflow_env()
     from . import devices
@@ -126,6 +141,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("launch", "start N local workers on 127.0.0.1 with deadlines and gather one result", _cmd_launch)
     p.add_argument("--workers", type=int, help="number of workers (default: multiworker.workers)")
     p.add_argument("--worker-arg", action="append", help=argparse.SUPPRESS)
+    add("terms", "measure the model's terms on this host (input, step alone and side by side, all-reduce) "
+        "and write results/model-terms.json", _cmd_terms)
+    p = add("probe", "(run by `terms`) measure terms in this process, pinned to --cores; one JSON line",
+            _cmd_probe)
+    p.add_argument("kind", choices=["replica", "allreduce"])
+    p.add_argument("--cores", required=True, help="comma-separated core ids to pin this process to")
+    p.add_argument("--replicas", type=int, default=1)
+    p.add_argument("--count", type=int, default=8, help="timed repetitions")
+    p.add_argument("--batch", type=int, required=True, help="images per replica per step")
+    p.add_argument("--input-epochs", type=int, default=3, help="timed input epochs of a `solo` replica probe")
     add("preflight", "check that this host can run every variant of the params (GPUs, emulation) "
         "before any work starts", _cmd_preflight)
     add("exp-args", "print `-S key=value` arguments that turn params.yaml into this params file "

@@ -217,6 +217,7 @@ class Params(_Section):
             "single_custom": VariantSpec(loop="custom", replicas=1),
             "mirrored_custom": VariantSpec(loop="custom", replicas="auto"),
             "single_fit_tensors": VariantSpec(loop="fit", replicas=1, pipeline="tensors"),
+            "single_custom_tensors": VariantSpec(loop="custom", replicas=1, pipeline="tensors"),
             "single_fit_threads": VariantSpec(loop="fit", replicas=1, cores="auto"),
         }
     )

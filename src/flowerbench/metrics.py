@@ -246,7 +246,8 @@ def plots_data(df) -> dict[str, str]:
             paths.WARMUP_PLOT.name: warm.to_csv(index=False, float_format="%.6f")}
 
 
-def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings: list[str]) -> dict:
+def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings: list[str],
+                 model: list[dict] = ()) -> dict:
     """reports/metrics.json: numbers only, nested by name (`dvc metrics show` drops lists and
     strings); the labels and the warnings' text are in the report."""
     def numbers(d: dict) -> dict:
@@ -256,4 +257,6 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
     return {"variants": {name: numbers(m) for name, m in metrics.items()},
             "blog_audit": {a["variant"]: numbers(a) for a in audit},
             "input_ceiling": {c["tensors"]: numbers(c) for c in ceiling},
+            "model": {r["variant"]: {**numbers(r), "holds": int(r["holds"])} for r in model
+                      if r.get("predicted_seconds") is not None},
             "warnings": len(warnings)}

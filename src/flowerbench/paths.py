@@ -17,6 +17,7 @@ QUARANTINE = DATA / "quarantine"          # files that failed to decode, moved o
 HOST = DATA / "host.json"                 # the machine the training stages measure (stage `host`)
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})  # what counts as an image in FLOWERS
 RESULTS = Path("results")                 # one JSON per variant
+TERMS = RESULTS / "model-terms.json"       # the model's terms on this host (stage `terms`; no variant name has a -)
 REPORTS = Path("reports")
 FIGURES = REPORTS / "figures"
 REPORT_MD = REPORTS / "report.md"

@@ -5,6 +5,8 @@ given (metrics.py); nothing here reads a file or draws.
 
 from __future__ import annotations
 
+from typing import Optional
+
 from . import metrics as M
 from .host import label as host_label
 from .results import Result
@@ -380,3 +382,93 @@ def blog_model_text(model: dict, m, blog_seconds: dict[str, float]) -> tuple[lis
         verdict.append("The blog's times are within 15% of the compute + all-reduce bound: the model finds no "
                        "input limit to explain.")
     return inputs, verdict
+
+
+# --------------------------------------------------------------------------- the model, tested here
+
+def _missing_term(row: dict) -> str:
+    """Which term a missed prediction lacks, by the sign of the gap and the kind of run."""
+    gap_ms = row["missing_per_step_seconds"] * 1000
+    if gap_ms > 0:
+        where = ("the all-reduce between processes over gRPC (the probe measured the in-process collective) "
+                 "and the workers' per-step coordination" if row["workers"] else
+                 f"driving {row['replicas']} replicas from one process (strategy.run, splitting each global "
+                 f"batch, the replicas' ops on one inter-op pool), which no probe exercises")
+        return f"{gap_ms:.0f} ms per step that no term holds: most likely {where}"
+    return (f"{-gap_ms:.0f} ms per step too much: a term overstates this run (the side-by-side probes "
+            f"contend only in their timed windows; the run's input prefetch may overlap compute)")
+
+
+def model_rows(rows: list[dict]) -> list[list]:
+    out = []
+    for r in rows:
+        who = f"{r['workers']} workers" if r["workers"] else f"{r['replicas']} replica(s)"
+        if r.get("predicted_seconds") is None:
+            out.append([r["variant"], who, r["role"], "cannot predict: " + "; ".join(r["missing"]),
+                        "", "", "", ""])
+            continue
+        t = r["terms_seconds"]
+        iv = ("n/a" if r["measured_low"] is None else f"[{r['measured_low']:.2f}, {r['measured_high']:.2f}]")
+        out.append([r["variant"], who, r["role"],
+                    f"{r['predicted_seconds']:.2f} = {t['compute']:.2f} + {t['allreduce']:.2f} + {t['input']:.2f}",
+                    f"{r['measured_seconds']:.2f} {iv}", f"{r['error_pct']:+.1f}%",
+                    f"[{r['window'][0]:.2f}, {r['window'][1]:.2f}]",
+                    ("holds" if r["holds"] else "MISSED: " + _missing_term(r)) if r["role"] == "test" else
+                    ("consistent" if r["holds"] else "off: " + _missing_term(r))])
+    return out
+
+
+def terms_lines(terms: dict) -> list[str]:
+    """Each measured term, as the table's inputs."""
+    inp, alone = terms["input"], terms["step_alone"]
+    c = terms["cores_per_replica"]
+    out = [f"input (rho): {inp['median_rate']:.0f} images/s per core [{inp['interval_rate'][0]:.0f}, "
+           f"{inp['interval_rate'][1]:.0f}], the pipeline alone on {c} core(s): {inp['images']} images at "
+           f"{inp['image_size']} px, cache {'on' if inp['cache'] else 'off'}, {len(inp['seconds'])} epochs after "
+           f"one that {'fills the cache' if inp['cache'] else 'warms up'}",
+           f"one replica's step alone (custom step, in-memory tensors, batch {alone['batch']}): "
+           f"{alone['median_seconds'] * 1000:.0f} ms [{alone['interval_seconds'][0] * 1000:.0f}, "
+           f"{alone['interval_seconds'][1] * 1000:.0f}]"]
+    for n, k in terms["contention"].items():
+        each = ", ".join(f"{x * 1000:.0f}" for x in k["median_seconds_each"])
+        out.append(f"contention (kappa_{n}): {k['factor']:.3f}, {n} such steps side by side on {k['cores']} took "
+                   f"{each} ms")
+    for n, a in terms["allreduce"].items():
+        out.append(f"all-reduce (a_{n}): {a['median_seconds'] * 1000:.1f} ms per step [{a['interval_seconds'][0] * 1000:.1f}, "
+                   f"{a['interval_seconds'][1] * 1000:.1f}], {a['tensors']} gradient tensors, "
+                   f"{a['parameters'] / 1e6:.2f} M parameters, {n} replicas, {a['cross_device_ops']}")
+    return out
+
+
+def model_verdict(v: dict, rows: list[dict]) -> str:
+    tested = [r for r in rows if r["role"] == "test" and r.get("predicted_seconds") is not None]
+    errs = ", ".join(f"{r['variant']} {r['error_pct']:+.1f}%" for r in tested)
+    if not v["tests"]:
+        return "No core-matched multi-replica run is in these results, so the model was not tested."
+    if v["validated"]:
+        return (f"The model held for all {v['held']} multi-replica run(s) ({errs}): each prediction lies "
+                f"inside the measured 95 % interval widened by 15 % of the median.")
+    parts = []
+    if v["missed"]:
+        parts.append(f"The model MISSED {len(v['missed'])} of {v['predicted']} multi-replica run(s) "
+                     f"({', '.join(v['missed'])}; errors: {errs}).")
+    if v["unpredicted"]:
+        parts.append(f"It could not predict {', '.join(v['unpredicted'])} (an input is missing).")
+    if v["held"]:
+        parts.append(f"It held for {v['held']}.")
+    return " ".join(parts) + " It is not validated on this host; the blog section below says what that costs."
+
+
+def blog_validation(v: Optional[dict]) -> str:
+    """The line that puts the blog's model on trial: how well the same model did on this host."""
+    if v is None or not v["tests"]:
+        return ("This model has not been tested on this host (no terms or no core-matched multi-replica "
+                "runs): read what follows as arithmetic on the blog's inputs, not a validated prediction.")
+    if v["validated"]:
+        return (f"The same model, in its CPU form, first predicted this host's {v['held']} multi-replica run(s) "
+                f"within their intervals + 15 % (the section above). The GPU form below changes one thing the "
+                f"hardware dictates: input runs on the host CPU while the GPUs compute, so the two overlap (max) "
+                f"instead of adding; contention between GPUs, which have memory of their own, is left out.")
+    return (f"Caution: in its CPU form this model missed {len(v['missed'])} of {v['predicted']} multi-replica "
+            f"run(s) on this host ({', '.join(v['missed']) or 'none predicted'}); it failed here, so the "
+            f"verdict below is a bound argument from the blog's inputs, not a validated prediction.")

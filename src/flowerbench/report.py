@@ -15,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import metrics as M, paths, render
-from .prose import (ATTRIBUTION, answer, banners, code_state, conclusion, confounders, findings, fmt as _fmt,
-                    run_kind_label, seconds_cell, speedup_cell, versus, versus_same_loop, blog_model_text,
-                    where_measured)
+from . import predict
+from .prose import (ATTRIBUTION, answer, banners, blog_model_text, blog_validation, code_state, conclusion,
+                    confounders, findings, fmt as _fmt, model_rows, model_verdict, run_kind_label, seconds_cell,
+                    speedup_cell, terms_lines, versus, versus_same_loop, where_measured)
 from .config import Params
 from .figures import figures
 from .host import describe as describe_host, label as host_label
@@ -53,6 +54,41 @@ def load_results(params: Params, results_dir: Path = paths.RESULTS) -> list[Resu
         raise ReportError(f"report.baseline: variant {params.report.baseline!r} has no result "
                           f"(have: {', '.join(r.variant for r in out)})")
     return out
+
+
+def load_terms(path: Path = paths.TERMS) -> dict | None:
+    """results/model-terms.json (stage `terms`), or None where it was not measured."""
+    if not path.exists():
+        return None
+    try:
+        terms = read_json(path)
+    except ValueError as exc:
+        raise ReportError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(terms, dict) or terms.get("schema_version") != predict.TERMS_SCHEMA:
+        got = terms.get("schema_version") if isinstance(terms, dict) else None
+        raise ReportError(f"{path}: schema_version {got}, this code reads {predict.TERMS_SCHEMA} (rerun `dvc repro`)")
+    return terms
+
+
+def model_section(results: list[Result], terms: dict | None, rows: list[dict], verdict: dict) -> list[str]:
+    """The model of an N-replica epoch, predicted beside measured for every core-matched run."""
+    b = ["## The model, tested on this host",
+         "Each N-replica run's timed epochs predicted from parts measured apart (docs/model.md). On a CPU host "
+         "input, compute and the all-reduce share the same cores, so their times add: T = E x [S x (kappa_N x "
+         "s + a_N) + n / (rho x N x c)], with E timed epochs, S steps per epoch, n images, c cores per replica, "
+         "s one replica's step from the in-memory-tensors twin of the same loop, kappa_N the contention of N "
+         "such steps side by side, a_N the all-reduce per step and rho the input rate per core."]
+    if terms is None:
+        return b + ["No terms were measured (results/model-terms.json is missing: the `terms` stage did not "
+                    "run), so nothing is predicted."]
+    if terms.get("skipped"):
+        return b + [f"The terms were not measured: {terms['skipped']}."]
+    b += [f"Terms, measured {terms['started_at'][:10]} on {terms['cpu_model']} by the `terms` stage:",
+          render.bullets(terms_lines(terms)),
+          render.table(["variant", "runs", "role", "predicted s = compute + all-reduce + input", "measured s: "
+                        "median [95% CI]", "error", "holds within", "verdict"], model_rows(rows)),
+          model_verdict(verdict, rows)]
+    return b
 
 
 def budget_cell(r: Result) -> str:
@@ -94,7 +130,8 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
 
 
 def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: list[dict],
-             figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str], here: dict) -> str:
+             figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str], here: dict,
+             model: list[str], verdict: dict | None) -> str:
     base, r0 = params.report.baseline, results[0]
     scaling = ("the global batch grows with replicas, as in the blog, so runs differ in steps per epoch"
                if r0.scaling == "weak" else
@@ -174,10 +211,11 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
          f"{r0.warmup_epochs} + {r0.epochs} (x {r0.repeats} repeat(s))"],
         ["hardware", s_["hardware"], run_kind_label(results)],
         ["replicas", "1 and 4", ", ".join(str(n) for n in sorted({r.replicas for r in results}))]]))
+    b += model
     sm = params.report.scaling_model
-    model = M.blog_model(params.report.blog_seconds, sm)
-    inputs, verdict = blog_model_text(model, sm, params.report.blog_seconds)
-    b += ["## The blog explained: a model of its 4-GPU run",
+    blog = M.blog_model(params.report.blog_seconds, sm)
+    inputs, said = blog_model_text(blog, sm, params.report.blog_seconds)
+    b += ["## The blog explained: a model of its 4-GPU run", blog_validation(verdict),
           "Epoch time on N GPUs ~ max(input time, compute / N + steps x all-reduce time), weak scaling as the "
           "blog. Inputs (report.scaling_model in params.yaml):", render.bullets(inputs),
           render.table(["interconnect", "input", "compute + all-reduce s", "input s", "predicted 4-GPU s (max)",
@@ -185,8 +223,8 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
                        [[r["interconnect"], r["input"], f"{r['compute_seconds']:.1f}", f"{r['input_seconds']:.1f}",
                          f"{r['predicted_seconds']:.1f}", r["bound"], f"{r['efficiency']:.2f}",
                          params.report.blog_seconds.get("mirrored_fit", "n/a"),
-                         params.report.blog_seconds.get("mirrored_custom", "n/a")] for r in model["rows"]]),
-          " ".join(verdict),
+                         params.report.blog_seconds.get("mirrored_custom", "n/a")] for r in blog["rows"]]),
+          " ".join(said),
           "No GPU run has been made by this project; when one exists (make gpu-check), its times belong beside "
           "these predictions."]
     b += ["## Conclusion", *conclusion(results, metrics, audit)]
@@ -236,14 +274,18 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     ceiling = M.input_ceiling(results)
     df = M.tidy(results)
     figs = figures(results, metrics, df, params.report, run_kind_label(results), audit)
-    md = markdown(results, metrics, audit, ceiling, figs, params, warnings, current_host())
+    terms = load_terms(results_dir / paths.TERMS.name)
+    rows = predict.predictions(results, terms)
+    verdict = predict.verdict(rows) if terms and not terms.get("skipped") else None
+    md = markdown(results, metrics, audit, ceiling, figs, params, warnings, current_host(),
+                  model_section(results, terms, rows, verdict), verdict)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
     write_dir(reports_dir / paths.FIGURES.name, {name: png for name, (png, _) in figs.items()})
     write_dir(reports_dir / paths.PLOTS.name, M.plots_data(df))
-    write_json(reports_dir / paths.METRICS.name, M.metrics_file(metrics, audit, ceiling, warnings))
+    write_json(reports_dir / paths.METRICS.name, M.metrics_file(metrics, audit, ceiling, warnings, rows))
     atomic_write(reports_dir / paths.REPORT_MD.name, md)
     atomic_write(reports_dir / paths.REPORT_HTML.name, page)
     log(f"{len(results)} variants -> {reports_dir}/report.html, report.md, {len(figs)} figures, metrics.json")
-    return {"metrics": metrics, "audit": audit, "warnings": warnings}
+    return {"metrics": metrics, "audit": audit, "warnings": warnings, "model": rows}

@@ -248,3 +248,18 @@ def test_train_on_a_full_disk_names_the_result_and_writes_nothing(workdir):
     assert_clean_failure(proc, 1, "results/single_fit.json: cannot write output (File too large)")
     assert not (workdir / "results" / "single_fit.json").exists()
     assert not list((workdir / "results").glob(".single_fit.json.*"))
+
+
+def test_terms_with_a_probe_that_dies_names_it_and_writes_nothing(workdir):
+    """A probe killed as it starts: the terms stage says which, in one line, kills the others, and
+    leaves no terms file (an old one is removed first: it must not pass for this run's)."""
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core: no multi-replica terms to measure")
+    (workdir / "results").mkdir()
+    old = workdir / "results" / "model-terms.json"
+    old.write_text("{}")
+    proc = run_cli("terms", cwd=workdir, timeout=120, env=cli_env(FLOWERBENCH_TEST_HOOK="kill:probe-start"))
+    assert_clean_failure(proc, 1, f"probe replica on cores {cores[0]} exited before it was ready (rc -9): "
+                                  f"[testhook] kill at probe-start")
+    assert not old.exists() and list((workdir / "results").iterdir()) == []

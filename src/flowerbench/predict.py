@@ -1,0 +1,127 @@
+"""The model of a data-parallel epoch, tested on this host before it explains the blog.
+
+Pure arithmetic on recorded inputs (results and results/model-terms.json); the
+forms and every input are written out in docs/model.md.  Per timed epoch of an
+N-replica run with c cores per replica, n images and S steps (global batch N x b):
+
+  CPU form (input, compute and all-reduce share the same cores: their times add)
+      T = S x (kappa_N x s_loop + a_N)  +  n / (rho x N x c)
+  GPU form (CPU decodes while the GPUs compute: the slower one bounds the epoch)
+      T = max(n / rho_host,  S x (s_loop + a_N))
+
+  s_loop   one replica's step on in-memory tensors, from the twin run of the same loop
+           (timed seconds / (epochs x steps)): compute with the loop's own overhead;
+  kappa_N  contention: one replica's step with N - 1 others side by side, each on its own
+           cores, over the same step alone (memory bandwidth, caches);
+  a_N      the all-reduce of the model's gradients across N replicas, per step;
+  rho      input images/s per core at the run's image size and cache setting.
+
+A prediction holds when it lies inside the measured 95 % interval widened by 15 %
+of the median.  The 1-replica runs are the model's inputs (their twins) or checks
+of the input term (N = 1 with files), never tests of it.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .metrics import interval
+from .results import Result
+
+MARGIN = 0.15        # of the measured median, on each side of the 95 % interval
+TERMS_SCHEMA = 1     # of results/model-terms.json (written by terms.py)
+
+
+def cpu_epoch(steps: int, images: int, replicas: int, cores_per_replica: int, step_s: float, contention: float,
+              allreduce_s: float, input_rate_per_core: float) -> dict:
+    """One epoch's seconds, CPU form: the terms add."""
+    parts = {"compute": steps * contention * step_s,
+             "allreduce": steps * allreduce_s if replicas > 1 else 0.0,
+             "input": images / (input_rate_per_core * replicas * cores_per_replica)}
+    return {**parts, "total": sum(parts.values())}
+
+
+def gpu_epoch(steps: int, images: int, step_s: float, allreduce_s: float, input_rate: float) -> dict:
+    """One epoch's seconds, GPU form: input on the host overlaps compute and all-reduce on the GPUs."""
+    device, inp = steps * (step_s + allreduce_s), images / input_rate
+    return {"device": device, "input": inp, "total": max(device, inp),
+            "bound": "input" if inp > device else "compute + all-reduce"}
+
+
+def window(median: float, low: Optional[float], high: Optional[float], margin: float = MARGIN) -> tuple[float, float]:
+    """Where a prediction holds: the 95 % interval (the median without repeats) widened by margin x median."""
+    lo = median if low is None else min(low, median)
+    hi = median if high is None else max(high, median)
+    return lo - margin * median, hi + margin * median
+
+
+def twin_of(r: Result, results: list[Result]) -> Optional[Result]:
+    """The in-memory-tensors run of r's loop on one replica's cores (the compute term's source)."""
+    for t in results:
+        if (t.pipeline == "tensors" and t.replicas == 1 and t.loop == r.loop and t.workers is None
+                and t.custom_graph == r.custom_graph and t.batch_size_per_replica == r.batch_size_per_replica
+                and t.image_size == r.image_size and t.budget_kind == "core_matched"
+                and t.budget_cores == t.cores_per_replica == r.cores_per_replica):
+            return t
+    return None
+
+
+def _is_test(r: Result) -> bool:
+    return r.replicas > 1 and r.budget_kind == "core_matched" and r.pipeline == "files"
+
+
+def _is_check(r: Result) -> bool:
+    return (r.replicas == 1 and r.workers is None and r.pipeline == "files" and r.budget_kind == "core_matched"
+            and r.budget_cores == r.cores_per_replica)
+
+
+def predict(r: Result, results: list[Result], terms: dict) -> Optional[dict]:
+    """The row of r: predicted vs measured, per term.  None for runs the model does not cover."""
+    if not (_is_test(r) or _is_check(r)):
+        return None
+    row = {"variant": r.variant, "loop": r.loop, "replicas": r.replicas, "workers": r.workers,
+           "role": "test" if _is_test(r) else "check of the input term (a model input, not a test)"}
+    twin = twin_of(r, results)
+    n = str(r.replicas)
+    missing = ([] if twin else [f"no in-memory-tensors twin of the {r.loop} loop on one replica's cores"]) + (
+        [f"no terms for {n} replicas"] if r.replicas > 1 and n not in terms.get("allreduce", {}) else []) + (
+        ["no input term"] if "input" not in terms else [])
+    if missing:
+        return {**row, "predicted_seconds": None, "missing": missing}
+    step_s = twin.timed_seconds / (twin.epochs * twin.steps_per_epoch)
+    contention = terms["contention"][n]["factor"] if r.replicas > 1 else 1.0
+    allreduce_s = terms["allreduce"][n]["median_seconds"] if r.replicas > 1 else 0.0
+    # (a worker of an N-worker job decodes its n / N images on its own c cores: the same input term)
+    epoch = cpu_epoch(r.steps_per_epoch, r.images_per_epoch, r.replicas, r.cores_per_replica, step_s, contention,
+                      allreduce_s, terms["input"]["median_rate"])
+    e = r.epochs
+    predicted = e * epoch["total"]
+    iv = interval(r.repeat_seconds)
+    median = r.timed_seconds
+    lo, hi = window(median, iv["low"], iv["high"])
+    return {**row, "twin": twin.variant, "step_seconds": step_s, "contention": contention,
+            "allreduce_seconds": allreduce_s, "input_rate_per_core": terms["input"]["median_rate"],
+            "epochs": e, "steps_per_epoch": r.steps_per_epoch,
+            "terms_seconds": {k: e * v for k, v in epoch.items() if k != "total"},
+            "predicted_seconds": predicted, "measured_seconds": median,
+            "measured_low": iv["low"], "measured_high": iv["high"], "window": [lo, hi],
+            "error_pct": (predicted - median) / median * 100.0, "holds": lo <= predicted <= hi,
+            "missing_per_step_seconds": (median - predicted) / (e * r.steps_per_epoch)}
+
+
+def predictions(results: list[Result], terms: Optional[dict]) -> list[dict]:
+    """Every covered run's row, the tests first; [] without terms (or terms skipped on this host)."""
+    if not terms or terms.get("skipped"):
+        return []
+    rows = [row for r in results if (row := predict(r, results, terms))]
+    return sorted(rows, key=lambda row: row["role"] != "test")
+
+
+def verdict(rows: list[dict]) -> dict:
+    """How the model did on the tests: held / missed / could not predict."""
+    tests = [r for r in rows if r["role"] == "test"]
+    done = [r for r in tests if r.get("predicted_seconds") is not None]
+    return {"tests": len(tests), "predicted": len(done), "held": sum(r["holds"] for r in done),
+            "missed": [r["variant"] for r in done if not r["holds"]],
+            "unpredicted": [r["variant"] for r in tests if r.get("predicted_seconds") is None],
+            "validated": bool(done) and all(r["holds"] for r in done) and len(done) == len(tests)}

@@ -1,0 +1,149 @@
+"""The model's terms, each measured in a pinned process (`python -m flowerbench probe KIND`).
+
+The `terms` stage (terms.py) starts these children, pinned to the cores the runs
+they explain had, and reads the one JSON line each prints on stdout:
+
+  * replica: one replica's training step (custom loop, in-memory tensors, the run's
+    per-replica batch) on its own cores.  The stage starts N of them side by side,
+    one per replica's cores.  Each builds and traces its step, says `ready` (on
+    stderr) and waits for a command on stdin.  The first gets `solo` while the
+    others wait idle: it times the input pipeline alone (dataset.py, the run's image
+    size, cache setting and batch: images/s) and its step alone, and says `ready`
+    again.  Then all get `go` and time their steps at once (contention);
+  * allreduce: the all-reduce of the model's gradients (one tensor per trainable
+    variable, the model's real shapes) across N replicas, through the strategy's
+    own cross-device ops, as training builds it (devices.py); seconds per call.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+from .config import Params
+
+
+def _wait_for(*commands: str) -> str:
+    """Say `ready` and wait for one of `commands` on stdin."""
+    print("ready", file=sys.stderr, flush=True)
+    got = sys.stdin.readline().strip()
+    if got not in commands:
+        raise RuntimeError(f"probe: expected {' or '.join(commands)} on stdin, got {got or 'end of input'}")
+    return got
+
+
+def _times(fn, count: int) -> list[float]:
+    out = []
+    for _ in range(count):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def allreduce(params: Params, replicas: int, count: int) -> dict:
+    """Seconds per all-reduce of gradient-shaped tensors across `replicas` replicas."""
+    import tensorflow as tf
+
+    from .budget import plan
+    from .devices import cross_device_ops_name, make_strategy, plan_devices
+    from .model import build_model
+
+    budget = plan(replicas, None, params.train, list(range(replicas * params.train.cores_per_replica)), 0)
+    strategy = make_strategy(plan_devices(replicas, params.train, budget))
+    with strategy.scope():
+        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
+    shapes = [tuple(v.shape) for v in model.trainable_variables]
+    grads = strategy.experimental_distribute_values_from_function(
+        lambda ctx: [tf.fill(s, float(ctx.replica_id_in_sync_group) + 1.0) for s in shapes])
+
+    @tf.function
+    def reduce_all(values):
+        def on_replica(vs):
+            summed = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, vs)
+            # one scalar that needs every reduced tensor (none can be pruned), read once per call
+            return tf.add_n([tf.reshape(g, [-1])[0] for g in summed])
+        return strategy.run(on_replica, args=(values,))
+
+    def once():
+        out = strategy.experimental_local_results(reduce_all(grads))
+        return float(out[0].numpy())
+
+    expected = sum(range(1, replicas + 1)) * len(shapes)
+    if abs(once() - expected) > 1e-3 * expected:   # the sum really is over every replica
+        raise RuntimeError(f"probe allreduce: got {once()}, expected {expected}")
+    once()
+    _wait_for("go")
+    return {"seconds": _times(once, count), "replicas": replicas, "tensors": len(shapes),
+            "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables)),
+            "cross_device_ops": cross_device_ops_name(strategy)}
+
+
+def input_epochs(params: Params, batch: int, epochs: int) -> dict:
+    """Seconds per epoch of the input pipeline alone (after one epoch that fills the cache, if any)."""
+    from . import paths
+    from .dataset import build_dataset, list_images
+
+    images = list_images(paths.FLOWERS, params.seed, params.data.max_images)
+    ds = build_dataset(images, params.data.image_size, batch, params.seed, cache=params.data.cache)
+
+    def epoch():
+        for x, _ in ds:
+            pass
+        x.numpy()
+
+    epoch()
+    return {"seconds": _times(epoch, epochs), "images": len(images.files), "cache": params.data.cache,
+            "image_size": params.data.image_size}
+
+
+def replica(params: Params, batch: int, count: int, input_epochs_: int) -> dict:
+    """One replica's step (custom loop, in-memory tensors, batch `batch`): alone when told `solo`
+    (with the input pipeline alone before it), then side by side with the others on `go`."""
+    import tensorflow as tf
+
+    from .loops import build_optimizer_in_scope, make_train_step
+    from .model import build_model, make_optimizer
+
+    tf.keras.utils.set_random_seed(params.seed)
+    strategy = tf.distribute.get_strategy()
+    model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
+    optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
+    build_optimizer_in_scope(strategy, model, optimizer)
+    fn = tf.function(make_train_step(strategy, model, optimizer, batch))
+    g = tf.random.Generator.from_seed(params.seed)
+    x = g.uniform((batch, params.data.image_size, params.data.image_size, 3), 0, 255)
+    y = g.uniform((batch,), 0, 5, dtype=tf.int32)
+
+    def once():
+        fn(x, y)[0].numpy()
+
+    once()
+    once()
+    out = {"batch": batch}
+    if _wait_for("solo", "go") == "solo":
+        out["input"] = input_epochs(params, batch, input_epochs_)
+        out["alone_seconds"] = _times(once, count)
+        _wait_for("go")
+    out["seconds"] = _times(once, count)
+    return out
+
+
+def main(params: Params, kind: str, replicas: int, count: int, batch: int, input_epochs_: int) -> int:
+    """The probe's process (pinned by the CLI before TensorFlow started): one JSON line out."""
+    from .budget import CoreBudget
+    from .devices import apply_threads, import_tensorflow
+    from .host import affinity
+
+    cores = affinity()
+    import_tensorflow()
+    if kind == "allreduce":   # plans its devices and threads as a training run of N replicas does
+        out = allreduce(params, replicas, count)
+    else:                     # one replica's share: intra-op = its cores, inter-op 1
+        apply_threads(CoreBudget("core_matched", len(cores), len(cores), cores, len(cores), len(cores), 1))
+        out = replica(params, batch, count, input_epochs_)
+    out.update(kind=kind, cores=cores, median_seconds=statistics.median(out["seconds"]))
+    print(json.dumps(out), flush=True)
+    return 0

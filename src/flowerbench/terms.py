@@ -1,0 +1,178 @@
+"""Stage `terms`: the model's terms measured on this host -> results/model-terms.json.
+
+    python -m flowerbench terms [--params params.yaml]
+
+The model (predict.py, docs/model.md) explains an N-replica epoch from parts
+measured apart, with the settings of the runs it predicts (image size,
+per-replica batch, cache, c = train.cores_per_replica cores per replica), for
+every core-matched N from 2 to 4 that fits the host:
+
+  * input: the input pipeline alone on one replica's c cores -> images/s per core;
+  * contention: one replica's step alone on its c cores, then N of them side by
+    side, each on its own c cores (memory bandwidth and caches the replicas share;
+    no GPU model has this term) -> the ratio;
+  * all-reduce: the model's gradients across N replicas on N x c cores, through
+    the strategy's own cross-device ops -> seconds per step.
+
+The compute per step is not measured here: it is the in-memory-tensors twin of
+each loop (variants single_fit_tensors, single_custom_tensors), a training run
+like the others.  The probes are processes of their own (probes.py), pinned
+before TensorFlow starts, never sharing a core with another's work except the
+side-by-side steps (which is the point), and killed with their process groups at
+the stage's deadline.  The file is written at the end, atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from . import budget, host, paths, provenance
+from .config import AUTO_MAX_REPLICAS, Params, resolved_dict
+from .deadline import Deadline, guarded, kill_groups
+from .io import write_json
+from .log import get_logger
+from .predict import TERMS_SCHEMA
+
+DEADLINE_S = 900           # the whole stage; a probe that hangs is killed with its group
+STEP_COUNT = 8             # timed training steps per step probe
+ALLREDUCE_COUNT = 10       # timed all-reduces
+INPUT_EPOCHS = 3           # timed input epochs (after one that fills the cache)
+
+log = get_logger("terms").info
+
+
+class ProbeError(RuntimeError):
+    """A probe failed or printed no result (one line, with its last words)."""
+
+
+def study_replicas(params: Params, usable: int) -> list[int]:
+    """The replica counts N the model is measured for: every core-matched N from 2 up to the blog's 4
+    that fits the usable cores at c = train.cores_per_replica each (what `replicas: auto` and the
+    sweep can run core-matched here).  Not read from the variants, so editing one leaves the terms."""
+    return list(range(2, min(AUTO_MAX_REPLICAS, usable // params.train.cores_per_replica) + 1))
+
+
+def _probe(kind: str, cores: list[int], params_path: str, *, replicas: int = 1, count: int, batch: int) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "flowerbench", "probe", kind, "--params", params_path, "--cores",
+           ",".join(map(str, cores)), "--replicas", str(replicas), "--count", str(count), "--batch", str(batch),
+           "--input-epochs", str(INPUT_EPOCHS)]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def _name(p: subprocess.Popen) -> str:
+    return f"probe {p.args[4]} on cores {p.args[p.args.index('--cores') + 1]}"
+
+
+def _until_ready(p: subprocess.Popen, said: list[str], procs: list[subprocess.Popen]) -> None:
+    for line in p.stderr:
+        if line.strip() == "ready":
+            return
+        said.append(line.rstrip())
+    kill_groups(procs)
+    raise ProbeError(f"{_name(p)} exited before it was ready (rc {p.wait()}): {(said or ['no output'])[-1]}")
+
+
+def _tell(p: subprocess.Popen, command: str) -> None:
+    p.stdin.write(command + "\n")
+    p.stdin.flush()
+
+
+def run_together(procs: list[subprocess.Popen], deadline: Deadline, solo_first: bool = False) -> list[dict]:
+    """Wait until every probe is warmed up (`ready`); with `solo_first`, let the first time its solo
+    part while the others wait idle; then release them all at once (`go`) and read their results."""
+    said: list[list[str]] = [[] for _ in procs]
+    with guarded(procs, deadline):
+        for p, lines in zip(procs, said):
+            _until_ready(p, lines, procs)
+        if solo_first:
+            _tell(procs[0], "solo")
+            _until_ready(procs[0], said[0], procs)
+        for p in procs:
+            _tell(p, "go")
+        outs = []
+        for p, lines in zip(procs, said):
+            out, err = p.communicate()
+            if p.returncode != 0 or not out.strip():
+                kill_groups(procs)
+                last = (lines + err.strip().splitlines() or ["no output"])[-1]
+                raise ProbeError(f"{_name(p)} failed (rc {p.returncode}): {last}")
+            outs.append(json.loads(out.strip().splitlines()[-1]))
+    return outs
+
+
+def _median_iv(what: str, values: list[float]) -> dict:
+    from .metrics import interval
+
+    iv = interval(values)
+    return {f"median_{what}": statistics.median(values), f"interval_{what}": [iv["low"], iv["high"]]}
+
+
+def measure(params: Params, params_path: str, usable_ids: list[int], replicas: list[int],
+            deadline: Deadline) -> dict:
+    c = params.train.cores_per_replica
+    b = params.train.batch_size_per_replica
+    out: dict = {"contention": {}, "allreduce": {}}
+    for n in replicas:
+        slices = [usable_ids[i * c:(i + 1) * c] for i in range(n)]
+        solo = "input" not in out   # the input pipeline and the step alone: once, in the first N's first probe
+        log(f"{n} replicas' steps on {slices}" + (", the input pipeline and one step alone first" if solo else ""))
+        side = run_together([_probe("replica", s, params_path, count=STEP_COUNT, batch=b) for s in slices],
+                            deadline, solo_first=solo)
+        if solo:
+            inp, alone = side[0]["input"], side[0]["alone_seconds"]
+            rate = [inp["images"] / t / c for t in inp["seconds"]]
+            out["input"] = {**inp, "cores": slices[0], "images_per_second_per_core": rate, **_median_iv("rate", rate)}
+            out["step_alone"] = {"seconds": alone, "cores": slices[0], "batch": b, **_median_iv("seconds", alone)}
+            log(f"input: {statistics.median(rate):.0f} images/s per core ({inp['images']} images, cache "
+                f"{params.data.cache}, {params.data.image_size} px); step alone "
+                f"{out['step_alone']['median_seconds'] * 1000:.0f} ms")
+        per = [statistics.median(p["seconds"]) for p in side]
+        factor = statistics.mean(per) / out["step_alone"]["median_seconds"]
+        log(f"side by side: {', '.join(f'{x * 1000:.0f}' for x in per)} ms -> contention factor {factor:.3f}")
+        out["contention"][str(n)] = {"cores": slices, "median_seconds_each": per, "factor": factor,
+                                     "seconds_each": [p["seconds"] for p in side]}
+        log(f"all-reduce of the model's gradients across {n} replicas on {usable_ids[:n * c]}")
+        ar, = run_together([_probe("allreduce", usable_ids[:n * c], params_path, replicas=n,
+                                   count=ALLREDUCE_COUNT, batch=b)], deadline)
+        log(f"all-reduce: {ar['median_seconds'] * 1000:.1f} ms for {ar['parameters'] / 1e6:.1f} M parameters "
+            f"({ar['cross_device_ops']})")
+        out["allreduce"][str(n)] = {**ar, **_median_iv("seconds", ar["seconds"])}
+    return out
+
+
+def run(params: Params, params_path: str = "params.yaml", out: Path = paths.TERMS) -> dict:
+    from .training import clear_output
+
+    clear_output(out)
+    machine = host.describe()
+    usable_ids = host.usable_core_ids(machine)
+    record = {"schema_version": TERMS_SCHEMA, "host": machine, "cpu_model": machine["cpu_model"],
+              "cores_per_replica": params.train.cores_per_replica,
+              "batch_size_per_replica": params.train.batch_size_per_replica,
+              "image_size": params.data.image_size, "cache": params.data.cache, "model": params.model.arch,
+              "params": resolved_dict(params), "versions": provenance.versions(), **provenance.git_state(),
+              "started_at": provenance.now()}
+    if budget.on_gpus(params.train, machine["gpu_count"]):
+        record.update(skipped="a GPU host: the model's CPU form (shared cores, contention) does not apply; "
+                              "its terms are measured on CPU hosts", replicas=[])
+    else:
+        replicas = study_replicas(params, len(usable_ids))
+        record["replicas"] = replicas
+        if not replicas:
+            record["skipped"] = (f"no core-matched multi-replica run fits {len(usable_ids)} usable core(s) at "
+                                 f"{params.train.cores_per_replica} per replica: nothing to predict")
+        else:
+            record.update(measure(params, params_path, usable_ids, replicas, Deadline(DEADLINE_S)))
+    record["finished_at"] = provenance.now()
+    if record.get("skipped"):
+        log(f"skipped: {record['skipped']}")
+    write_json(out, record)
+    log(f"-> {out}")
+    return record

@@ -1,0 +1,93 @@
+"""The model's arithmetic on recorded inputs (hand-made results and terms; no TensorFlow, no files)."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowerbench import predict
+from flowerbench.results import make
+from tests.test_report import fake_result
+
+# one replica's step from the custom twin: 57.6 s / (4 epochs x 58 steps of 64 of 3,670 images)
+STEP = 57.6 / (4 * 58)
+
+
+def fake_terms(factor: float = 1.25, allreduce_s: float = 0.05, rate: float = 1000.0) -> dict:
+    """A complete results/model-terms.json for N = 2 (the shape terms.py writes)."""
+    return {"schema_version": predict.TERMS_SCHEMA, "cpu_model": "Test CPU", "cores_per_replica": 1,
+            "started_at": "2026-12-04T09:00:00+00:00", "replicas": [2],
+            "input": {"median_rate": rate, "interval_rate": [rate * 0.9, rate * 1.1], "images": 3670,
+                      "image_size": 224, "cache": True, "seconds": [3.67, 3.67, 3.67]},
+            "step_alone": {"median_seconds": STEP, "interval_seconds": [STEP * 0.9, STEP * 1.1], "batch": 64},
+            "contention": {"2": {"factor": factor, "cores": [[0], [1]],
+                                 "median_seconds_each": [STEP * factor, STEP * factor]}},
+            "allreduce": {"2": {"median_seconds": allreduce_s, "interval_seconds": [allreduce_s, allreduce_s],
+                                "tensors": 161, "parameters": 23_600_000, "cross_device_ops": "CollectiveAllReduce"}}}
+
+
+def result(name: str, loop: str, replicas: int, seconds: float, pipeline: str = "files", repeats=None, **extra):
+    r = fake_result(name, loop, replicas, seconds, "logical_cpu", True)
+    r.update(pipeline=pipeline, **extra)
+    if repeats:
+        r.update(repeat_seconds=repeats, repeat_wall_seconds=repeats, repeats=len(repeats),
+                 timed_seconds=sorted(repeats)[len(repeats) // 2])
+    return make(r)
+
+
+def runs(mirrored_seconds: float = 50.0, repeats=None, twin: bool = True) -> list:
+    out = [result("single_custom", "custom", 1, 64.0), result("mirrored_custom", "custom", 2, mirrored_seconds,
+                                                              repeats=repeats)]
+    return out + ([result("single_custom_tensors", "custom", 1, 57.6, pipeline="tensors")] if twin else [])
+
+
+def test_cpu_form_adds_the_terms_and_gpu_form_takes_the_larger():
+    e = predict.cpu_epoch(29, 3670, 2, 1, STEP, 1.25, 0.05, 1000.0)
+    assert e["compute"] == pytest.approx(9.0) and e["allreduce"] == pytest.approx(1.45)
+    assert e["input"] == pytest.approx(1.835) and e["total"] == pytest.approx(12.285)
+    assert predict.cpu_epoch(58, 3670, 1, 1, STEP, 1.0, 0.05, 1000.0)["allreduce"] == 0.0  # one replica: none
+    g = predict.gpu_epoch(10, 3670, 0.2, 0.02, 1000.0)
+    assert g["device"] == pytest.approx(2.2) and g["total"] == g["input"] == pytest.approx(3.67)
+    assert g["bound"] == "input"
+    assert predict.gpu_epoch(10, 3670, 0.5, 0.02, 1000.0)["bound"] == "compute + all-reduce"
+
+
+def test_a_prediction_inside_the_widened_interval_holds():
+    rows = predict.predictions(runs(repeats=[48.0, 50.0, 52.0]), fake_terms())
+    test, check = rows  # the test first, then the N = 1 check
+    assert test["variant"] == "mirrored_custom" and test["role"] == "test" and test["twin"] == "single_custom_tensors"
+    assert test["predicted_seconds"] == pytest.approx(4 * 12.285)
+    assert test["terms_seconds"] == pytest.approx({"compute": 36.0, "allreduce": 5.8, "input": 7.34})
+    assert test["error_pct"] == pytest.approx((49.14 - 50) / 50 * 100)
+    half = 4.303 * 2 / 3 ** 0.5  # t(0.975, 2) x the standard error of 48, 50, 52
+    assert test["measured_low"] == pytest.approx(50 - half, abs=1e-3)
+    assert test["window"] == pytest.approx([50 - half - 7.5, 50 + half + 7.5], abs=1e-3) and test["holds"]
+    assert check["variant"] == "single_custom" and check["role"].startswith("check of the input term")
+    assert check["predicted_seconds"] == pytest.approx(4 * (58 * STEP + 3.67)) and check["holds"]
+    v = predict.verdict(rows)
+    assert v == {"tests": 1, "predicted": 1, "held": 1, "missed": [], "unpredicted": [], "validated": True}
+
+
+def test_a_miss_is_measured_per_step_and_fails_validation():
+    rows = predict.predictions(runs(mirrored_seconds=70.0), fake_terms())
+    test = rows[0]
+    assert test["window"] == pytest.approx([59.5, 80.5]) and not test["holds"]  # one repeat: the median +- 15 %
+    assert test["error_pct"] == pytest.approx((49.14 - 70) / 70 * 100)
+    assert test["missing_per_step_seconds"] == pytest.approx((70 - 49.14) / (4 * 29))
+    assert predict.verdict(rows)["missed"] == ["mirrored_custom"] and not predict.verdict(rows)["validated"]
+
+
+def test_without_a_twin_or_terms_nothing_is_predicted():
+    rows = predict.predictions(runs(twin=False), fake_terms())
+    assert rows[0]["predicted_seconds"] is None
+    assert rows[0]["missing"] == ["no in-memory-tensors twin of the custom loop on one replica's cores"]
+    assert predict.verdict(rows)["unpredicted"] == ["mirrored_custom"] and not predict.verdict(rows)["validated"]
+    assert predict.predictions(runs(), None) == [] and predict.predictions(runs(), {"skipped": "GPU host"}) == []
+    three = [*runs(), result("quad_custom", "custom", 3, 40.0)]
+    assert predict.predictions(three, fake_terms())[1]["missing"] == ["no terms for 3 replicas"]
+
+
+def test_runs_that_shared_cores_are_not_predicted():
+    shared = result("mirrored_custom", "custom", 2, 50.0, budget_kind="oversubscribed", budget_cores=2)
+    assert predict.predict(shared, [shared, *runs()[2:]], fake_terms()) is None
+    threads = result("single_fit_threads", "fit", 1, 50.0, budget_kind="threads", budget_cores=2)
+    assert predict.predict(threads, [threads], fake_terms()) is None
