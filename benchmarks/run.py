@@ -93,8 +93,8 @@ def make_workdir(root: Path, images: int, image_size: int, batch: int, epochs: i
                            custom_graph="epoch")  # the blog's loop; the `step` knob file times ours
     params["variants"] = {n: {"loop": l, "replicas": r} for n, l, r in
                           [("single_fit", "fit", 1), ("single_custom", "custom", 1),
-                           ("r2_fit", "fit", 2), ("r4_fit", "fit", 4), ("rN_fit", "fit", "auto"),
-                           ("rN_custom", "custom", "auto")]}
+                           ("r2_fit", "fit", 2), ("r4_fit", "fit", 4), ("rn_fit", "fit", "auto"),
+                           ("rn_custom", "custom", "auto")]}
     params["sweep"] = {"replicas": [], "loops": ["fit"]}
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for name, pipeline, policy, graph, step_timing, px in (
@@ -318,9 +318,9 @@ def main() -> int:
                 ("blog_custom", lambda: blog(work, "custom", 1, a.image_size, a.batch, a.epochs)),
                 ("ours_custom", lambda: ours(work, "single_custom")),
                 ("blog_fit_N", lambda: blog(work, "fit", n, a.image_size, a.batch, a.epochs)),
-                ("ours_fit_N", lambda: ours(work, "rN_fit")),
+                ("ours_fit_N", lambda: ours(work, "rn_fit")),
                 ("blog_custom_N", lambda: blog(work, "custom", n, a.image_size, a.batch, a.epochs)),
-                ("ours_custom_N", lambda: ours(work, "rN_custom")),
+                ("ours_custom_N", lambda: ours(work, "rn_custom")),
                 ("ours_custom_step", lambda: ours(work, "single_custom", "params-step.yaml")),
                 ("ours_fit_tensors", lambda: ours(work, "single_fit", "params-tensors.yaml"))]
         for rnd in range(a.rounds):

@@ -62,7 +62,8 @@ def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_pat
     assert (base.data.image_size, base.data.max_images, base.train.batch_size_per_replica, base.train.epochs) == \
         (32, None, 8, 1)
     assert [(v.name, v.replicas) for v in base.declared_variants()] == [("single_fit", 1), ("single_custom", 1),
-                                                              ("r2_fit", 2), ("r4_fit", 4)]
+                                                              ("r2_fit", 2), ("r4_fit", 4), ("rn_fit", "auto"),
+                                                              ("rn_custom", "auto")]
     knobs = {"tensors": ("tensors", "per_replica", "epoch", False, 32),
              "tfdefault": ("files", "tf_default", "epoch", False, 32),
              "step": ("files", "per_replica", "step", False, 32),
@@ -107,14 +108,19 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
     (tmp_path / "data" / "manifest.json").write_text("{}")
     monkeypatch.setattr(bench, "REPO", tmp_path)
     monkeypatch.setattr(bench, "make_workdir", lambda *a, **k: tmp_path)
-    seconds = {"blog_fit": [10.0, 12.0, 11.0], "blog_custom": [30.0, 31.0, 29.0]}
+    monkeypatch.setattr(bench, "auto_replicas", lambda: 2)
+    seconds = {"blog_fit_1": [10.0, 12.0, 11.0], "blog_custom_1": [30.0, 31.0, 29.0],
+               "blog_fit_2": [8.0, 8.0, 8.0], "blog_custom_2": [20.0, 22.0, 21.0]}
+    budget = {"budget_kind": "core_matched", "budget_affinity": [0, 1], "intra_op_threads": 1, "inter_op_threads": 2}
 
-    def blog(work, loop, *rest):
-        s = seconds[f"blog_{loop}"].pop(0)
-        return {"timed_seconds": s, "call_seconds": s, "wall_seconds": s + 40, "rss_mib": 1600, "final_loss": 1.0}
+    def blog(work, loop, replicas, *rest):
+        s = seconds[f"blog_{loop}_{replicas}"].pop(0)
+        return {"timed_seconds": s, "call_seconds": s, "wall_seconds": s + 40, "rss_mib": 1600, "final_loss": 1.0,
+                "images_per_second": 384 / s, "budget": budget}
 
     def ours(work, variant, params="params.yaml"):
-        base = {"single_fit": 6.0, "single_custom": 31.0, "r2_fit": 8.0, "r4_fit": 10.0}[variant]
+        base = {"single_fit": 6.0, "single_custom": 31.0, "r2_fit": 8.0, "r4_fit": 10.0, "rn_fit": 4.0,
+                "rn_custom": 15.5}[variant]
         if params == "params-step.yaml":
             base = 7.0
         if params == "params-tensors.yaml":
@@ -123,7 +129,8 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
             base = 19.2  # 384 / 19.2 = 20 img/s
         return {"timed_seconds": base, "call_seconds": base + 0.5, "wall_seconds": base + 50.0,
                 "stage_seconds": base + 49.0, "warmup_seconds": 30.0, "images_per_second": 384 / base,
-                "harness_ratio": 1.01 if "steptimed" in params else None, "rss_mib": 1500}
+                "call_images_per_second": 384 / (base + 0.5),
+                "harness_ratio": 1.01 if "steptimed" in params else None, "rss_mib": 1500, "budget": budget}
 
     monkeypatch.setattr(bench, "blog", blog)
     monkeypatch.setattr(bench, "ours", ours)
@@ -138,6 +145,17 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
     assert rows["real/tensors epoch time (input ceiling)"]["value"] == 6.0 / 5.0
     assert not rows["real/tensors epoch time (input ceiling)"]["meets"]
     assert rows["harness: timed / sum of step seconds, fit"]["value"] == 1.01
+    # the same budgets: ours at 2 replicas (4.5 s a call) against the blog's code pinned alike (8 s)
+    assert rows["ours/blog seconds at 2 replicas (same cores and threads), fit"]["value"] == 4.5 / 8.0
+    assert rows["ours/blog seconds at 2 replicas (same cores and threads), fit"]["target"] == 1.0
+    peers = {(r["loop"], r["code"]): r for r in out["same_budget"]}
+    assert peers["fit", "ours"]["efficiency"] == pytest.approx((384 / 4.5) / (384 / 6.5) / 2)
+    assert peers["fit", "blog"]["efficiency"] == pytest.approx((384 / 8.0) / (384 / 11.0) / 2)
+    assert peers["custom", "blog"]["img_s_n"]["median"] == pytest.approx(384 / 21.0)
+    lo, hi = peers["custom", "blog"]["efficiency_low"], peers["custom", "blog"]["efficiency_high"]
+    assert lo < peers["custom", "blog"]["efficiency"] < hi  # an interval from the three rounds
+    # three identical rounds of ours: an interval of zero width
+    assert peers["fit", "ours"]["efficiency_low"] == pytest.approx(peers["fit", "ours"]["efficiency"])
     assert "no-op dvc repro seconds" not in rows  # not a DVC repo here: skipped, not invented
     assert out["fixed_cost_seconds_per_stage"] == 20.0
     assert out["scaling_images_per_second"]["4"] == {"per_replica": 38.4, "tf_default": 38.4}

@@ -239,7 +239,7 @@ def test_the_terms_stage_measures_the_model_on_this_host(pipeline_repo):
     assert t["input"]["images"] == 64 and t["input"]["cache"] is True and t["input"]["cores"] == cores[:1]
     assert len(t["input"]["seconds"]) == 3 and t["input"]["median_rate"] > 0
     alone = t["step_alone"]
-    assert alone["cores"] == cores[:1] and alone["batch"] == 4 and len(alone["seconds"]) == 8
+    assert alone["cores"] == cores[:1] and alone["batch"] == 4 and len(alone["seconds"]) == 12
     k = t["contention"]["2"]
     assert k["cores"] == [cores[:1], cores[1:2]] and len(k["seconds_each"]) == 2 and k["factor"] > 0
     assert k["factor"] == pytest.approx(sum(k["median_seconds_each"]) / 2 / alone["median_seconds"])
@@ -247,6 +247,9 @@ def test_the_terms_stage_measures_the_model_on_this_host(pipeline_repo):
     trained = json.loads((pipeline_repo / "results" / "single_fit.json").read_text())
     assert a["cores"] == cores[:2] and a["replicas"] == 2 and a["cross_device_ops"] == "CollectiveAllReduce"
     assert 0 < a["parameters"] <= trained["parameter_count"] and len(a["seconds"]) == 10
+    w = t["allreduce_workers"]["2"]  # the same gradients across 2 worker processes, one per core
+    assert w["cores"] == [cores[:1], cores[1:2]] and w["strategy"] == "CollectiveAllReduceStrategy"
+    assert (w["parameters"], w["tensors"]) == (a["parameters"], a["tensors"]) and len(w["seconds"]) == 10
     md = (pipeline_repo / "reports" / "report.md").read_text()
     section = md.split("## The model, tested on this host")[1].split("## The blog explained")[0]
     assert "contention (kappa_2)" in section and "all-reduce (a_2)" in section

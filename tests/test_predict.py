@@ -86,6 +86,20 @@ def test_without_a_twin_or_terms_nothing_is_predicted():
     assert predict.predictions(three, fake_terms())[1]["missing"] == ["no terms for 3 replicas"]
 
 
+def test_a_multi_worker_job_uses_the_all_reduce_between_processes():
+    """Its gradients cross processes: the terms' cross-process all-reduce, where it was measured."""
+    job = result("multiworker_custom", "custom", 2, 70.0, workers=2)
+    terms = fake_terms()
+    local = predict.predict(job, [job, *runs()], terms)
+    assert local["allreduce_seconds"] == 0.05 and local["allreduce_between_processes"] is False
+    terms["allreduce_workers"] = {"2": {"median_seconds": 0.2}}
+    across = predict.predict(job, [job, *runs()], terms)
+    assert across["allreduce_seconds"] == 0.2 and across["allreduce_between_processes"] is True
+    assert across["predicted_seconds"] == pytest.approx(4 * (29 * (1.25 * STEP + 0.2) + 1.835))
+    # a mirrored run keeps the in-process one
+    assert predict.predict(runs()[1], runs(), terms)["allreduce_seconds"] == 0.05
+
+
 def test_runs_that_shared_cores_are_not_predicted():
     shared = result("mirrored_custom", "custom", 2, 50.0, budget_kind="oversubscribed", budget_cores=2)
     assert predict.predict(shared, [shared, *runs()[2:]], fake_terms()) is None

@@ -90,7 +90,9 @@ def predict(r: Result, results: list[Result], terms: dict) -> Optional[dict]:
         return {**row, "predicted_seconds": None, "missing": missing}
     step_s = twin.timed_seconds / (twin.epochs * twin.steps_per_epoch)
     contention = terms["contention"][n]["factor"] if r.replicas > 1 else 1.0
-    allreduce_s = terms["allreduce"][n]["median_seconds"] if r.replicas > 1 else 0.0
+    # a multi-worker job's all-reduce crosses processes: its own term where it was measured
+    across = terms.get("allreduce_workers", {}).get(n) if r.workers else None
+    allreduce_s = (across or terms["allreduce"][n])["median_seconds"] if r.replicas > 1 else 0.0
     # (a worker of an N-worker job decodes its n / N images on its own c cores: the same input term)
     epoch = cpu_epoch(r.steps_per_epoch, r.images_per_epoch, r.replicas, r.cores_per_replica, step_s, contention,
                       allreduce_s, terms["input"]["median_rate"])
@@ -100,7 +102,7 @@ def predict(r: Result, results: list[Result], terms: dict) -> Optional[dict]:
     median = r.timed_seconds
     lo, hi = window(median, iv["low"], iv["high"])
     return {**row, "twin": twin.variant, "step_seconds": step_s, "contention": contention,
-            "allreduce_seconds": allreduce_s, "input_rate_per_core": terms["input"]["median_rate"],
+            "allreduce_seconds": allreduce_s, "allreduce_between_processes": bool(across), "input_rate_per_core": terms["input"]["median_rate"],
             "epochs": e, "steps_per_epoch": r.steps_per_epoch,
             "terms_seconds": {k: e * v for k, v in epoch.items() if k != "total"},
             "predicted_seconds": predicted, "measured_seconds": median,

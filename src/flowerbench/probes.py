@@ -7,17 +7,20 @@ they explain had, and reads the one JSON line each prints on stdout:
     per-replica batch) on its own cores.  The stage starts N of them side by side,
     one per replica's cores.  Each builds and traces its step, says `ready` (on
     stderr) and waits for a command on stdin.  The first gets `solo` while the
-    others wait idle: it times the input pipeline alone (dataset.py, the run's image
-    size, cache setting and batch: images/s) and its step alone, and says `ready`
-    again.  Then all get `go` and time their steps at once (contention);
+    others wait idle: it times its step alone and the input pipeline alone
+    (dataset.py, the run's image size, cache setting and batch: images/s), and says
+    `ready` again.  Then all get `go` and time their steps at once (contention);
   * allreduce: the all-reduce of the model's gradients (one tensor per trainable
     variable, the model's real shapes) across N replicas, through the strategy's
     own cross-device ops, as training builds it (devices.py); seconds per call.
+    With TF_CONFIG set, the process is one worker of an N-worker job and the
+    all-reduce crosses processes (MultiWorkerMirroredStrategy, as the launcher's).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import time
@@ -47,38 +50,46 @@ def allreduce(params: Params, replicas: int, count: int) -> dict:
     """Seconds per all-reduce of gradient-shaped tensors across `replicas` replicas."""
     import tensorflow as tf
 
-    from .budget import plan
-    from .devices import cross_device_ops_name, make_strategy, plan_devices
+    from .budget import CoreBudget, plan
+    from .devices import apply_threads, cross_device_ops_name, make_strategy, plan_devices
     from .model import build_model
 
-    budget = plan(replicas, None, params.train, list(range(replicas * params.train.cores_per_replica)), 0)
-    strategy = make_strategy(plan_devices(replicas, params.train, budget))
+    if os.environ.get("TF_CONFIG"):   # one worker of an N-worker job (the launcher's strategy and options)
+        apply_threads(CoreBudget("core_matched", 1, 1, [], 1, params.train.cores_per_replica, 1))
+        strategy = tf.distribute.MultiWorkerMirroredStrategy(
+            communication_options=tf.distribute.experimental.CommunicationOptions(
+                implementation=tf.distribute.experimental.CommunicationImplementation.AUTO))
+    else:                             # N replicas in this process, as `train` plans them
+        budget = plan(replicas, None, params.train, list(range(replicas * params.train.cores_per_replica)), 0)
+        strategy = make_strategy(plan_devices(replicas, params.train, budget))
+    if strategy.num_replicas_in_sync != replicas:
+        raise RuntimeError(f"probe allreduce: {strategy.num_replicas_in_sync} replicas in sync, expected {replicas}")
     with strategy.scope():
         model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
-    shapes = [tuple(v.shape) for v in model.trainable_variables]
-    grads = strategy.experimental_distribute_values_from_function(
-        lambda ctx: [tf.fill(s, float(ctx.replica_id_in_sync_group) + 1.0) for s in shapes])
+    variables = model.trainable_variables   # the "gradients": every replica's copy of each variable
 
     @tf.function
-    def reduce_all(values):
-        def on_replica(vs):
-            summed = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, vs)
+    def reduce_all():
+        def on_replica():
+            grads = [tf.identity(v) for v in variables]
+            summed = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, grads)
             # one scalar that needs every reduced tensor (none can be pruned), read once per call
             return tf.add_n([tf.reshape(g, [-1])[0] for g in summed])
-        return strategy.run(on_replica, args=(values,))
+        return strategy.run(on_replica)
 
     def once():
-        out = strategy.experimental_local_results(reduce_all(grads))
+        out = strategy.experimental_local_results(reduce_all())
         return float(out[0].numpy())
 
-    expected = sum(range(1, replicas + 1)) * len(shapes)
-    if abs(once() - expected) > 1e-3 * expected:   # the sum really is over every replica
-        raise RuntimeError(f"probe allreduce: got {once()}, expected {expected}")
+    expected = replicas * sum(float(tf.reshape(v, [-1])[0]) for v in variables)
+    got = once()
+    if abs(got - expected) > 1e-4 * max(1.0, sum(abs(float(tf.reshape(v, [-1])[0])) for v in variables) * replicas):
+        raise RuntimeError(f"probe allreduce: the sum over {replicas} replicas is {got}, expected {expected}")
     once()
     _wait_for("go")
-    return {"seconds": _times(once, count), "replicas": replicas, "tensors": len(shapes),
-            "parameters": int(sum(int(tf.size(v)) for v in model.trainable_variables)),
-            "cross_device_ops": cross_device_ops_name(strategy)}
+    return {"seconds": _times(once, count), "replicas": replicas, "tensors": len(variables),
+            "parameters": int(sum(int(tf.size(v)) for v in variables)),
+            "cross_device_ops": cross_device_ops_name(strategy), "strategy": type(strategy).__name__}
 
 
 def input_epochs(params: Params, batch: int, epochs: int) -> dict:
@@ -123,9 +134,9 @@ def replica(params: Params, batch: int, count: int, input_epochs_: int) -> dict:
     once()
     once()
     out = {"batch": batch}
-    if _wait_for("solo", "go") == "solo":
-        out["input"] = input_epochs(params, batch, input_epochs_)
+    if _wait_for("solo", "go") == "solo":   # (the step first, straight after its warm-up)
         out["alone_seconds"] = _times(once, count)
+        out["input"] = input_epochs(params, batch, input_epochs_)
         _wait_for("go")
     out["seconds"] = _times(once, count)
     return out

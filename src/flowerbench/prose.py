@@ -390,8 +390,10 @@ def _missing_term(row: dict) -> str:
     """Which term a missed prediction lacks, by the sign of the gap and the kind of run."""
     gap_ms = row["missing_per_step_seconds"] * 1000
     if gap_ms > 0:
-        where = ("the all-reduce between processes over gRPC (the probe measured the in-process collective) "
-                 "and the workers' per-step coordination" if row["workers"] else
+        where = (("the workers' per-step work that the all-reduce probe leaves out (their own input pipelines and "
+                  "step launches kept in lockstep by the collective)" if row.get("allreduce_between_processes") else
+                  "the all-reduce between processes over gRPC (not measured: the in-process one stood in) and the "
+                  "workers' per-step coordination") if row["workers"] else
                  f"driving {row['replicas']} replicas from one process (strategy.run, splitting each global "
                  f"batch, the replicas' ops on one inter-op pool), which no probe exercises")
         return f"{gap_ms:.0f} ms per step that no term holds: most likely {where}"
@@ -436,7 +438,12 @@ def terms_lines(terms: dict) -> list[str]:
     for n, a in terms["allreduce"].items():
         out.append(f"all-reduce (a_{n}): {a['median_seconds'] * 1000:.1f} ms per step [{a['interval_seconds'][0] * 1000:.1f}, "
                    f"{a['interval_seconds'][1] * 1000:.1f}], {a['tensors']} gradient tensors, "
-                   f"{a['parameters'] / 1e6:.2f} M parameters, {n} replicas, {a['cross_device_ops']}")
+                   f"{a['parameters'] / 1e6:.2f} M parameters, {n} replicas in one process, {a['cross_device_ops']}")
+    for n, a in terms.get("allreduce_workers", {}).items():
+        out.append(f"all-reduce between {n} worker processes (a_{n} of the multi-worker job): "
+                   f"{a['median_seconds'] * 1000:.1f} ms per step [{a['interval_seconds'][0] * 1000:.1f}, "
+                   f"{a['interval_seconds'][1] * 1000:.1f}], each worker on its own cores {a['cores']}, "
+                   f"{a['cross_device_ops']}")
     return out
 
 

@@ -12,7 +12,8 @@ every core-matched N from 2 to 4 that fits the host:
     side, each on its own c cores (memory bandwidth and caches the replicas share;
     no GPU model has this term) -> the ratio;
   * all-reduce: the model's gradients across N replicas on N x c cores, through
-    the strategy's own cross-device ops -> seconds per step.
+    the strategy's own cross-device ops -> seconds per step; and the same across
+    N worker processes, each on its own c cores (the multi-worker job's).
 
 The compute per step is not measured here: it is the in-memory-tensors twin of
 each loop (variants single_fit_tensors, single_custom_tensors), a training run
@@ -40,7 +41,7 @@ from .log import get_logger
 from .predict import TERMS_SCHEMA
 
 DEADLINE_S = 900           # the whole stage; a probe that hangs is killed with its group
-STEP_COUNT = 8             # timed training steps per step probe
+STEP_COUNT = 12            # timed training steps of each replica probe (alone, side by side)
 ALLREDUCE_COUNT = 10       # timed all-reduces
 INPUT_EPOCHS = 3           # timed input epochs (after one that fills the cache)
 
@@ -58,12 +59,13 @@ def study_replicas(params: Params, usable: int) -> list[int]:
     return list(range(2, min(AUTO_MAX_REPLICAS, usable // params.train.cores_per_replica) + 1))
 
 
-def _probe(kind: str, cores: list[int], params_path: str, *, replicas: int = 1, count: int, batch: int) -> subprocess.Popen:
+def _probe(kind: str, cores: list[int], params_path: str, *, replicas: int = 1, count: int, batch: int,
+           env: Optional[dict] = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "flowerbench", "probe", kind, "--params", params_path, "--cores",
            ",".join(map(str, cores)), "--replicas", str(replicas), "--count", str(count), "--batch", str(batch),
            "--input-epochs", str(INPUT_EPOCHS)]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 def _name(p: subprocess.Popen) -> str:
@@ -118,11 +120,11 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
             deadline: Deadline) -> dict:
     c = params.train.cores_per_replica
     b = params.train.batch_size_per_replica
-    out: dict = {"contention": {}, "allreduce": {}}
+    out: dict = {"contention": {}, "allreduce": {}, "allreduce_workers": {}}
     for n in replicas:
         slices = [usable_ids[i * c:(i + 1) * c] for i in range(n)]
         solo = "input" not in out   # the input pipeline and the step alone: once, in the first N's first probe
-        log(f"{n} replicas' steps on {slices}" + (", the input pipeline and one step alone first" if solo else ""))
+        log(f"{n} replicas' steps on {slices}" + (", one step and the input pipeline alone first" if solo else ""))
         side = run_together([_probe("replica", s, params_path, count=STEP_COUNT, batch=b) for s in slices],
                             deadline, solo_first=solo)
         if solo:
@@ -144,6 +146,17 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
         log(f"all-reduce: {ar['median_seconds'] * 1000:.1f} ms for {ar['parameters'] / 1e6:.1f} M parameters "
             f"({ar['cross_device_ops']})")
         out["allreduce"][str(n)] = {**ar, **_median_iv("seconds", ar["seconds"])}
+        # the same across N worker processes (the multi-worker job's all-reduce: gRPC between them)
+        from .multiworker import free_ports, worker_env
+
+        addresses = [f"127.0.0.1:{port}" for port in free_ports(n)]
+        log(f"all-reduce across {n} worker processes on {slices}")
+        workers = run_together([_probe("allreduce", s, params_path, replicas=n, count=ALLREDUCE_COUNT, batch=b,
+                                       env=worker_env(i, addresses, [], base=dict(os.environ)))
+                                for i, s in enumerate(slices)], deadline)
+        chief = workers[0]
+        log(f"all-reduce between processes: {chief['median_seconds'] * 1000:.1f} ms ({chief['cross_device_ops']})")
+        out["allreduce_workers"][str(n)] = {**chief, "cores": slices, **_median_iv("seconds", chief["seconds"])}
     return out
 
 
