@@ -424,8 +424,9 @@ def terms_lines(terms: dict) -> list[str]:
     """Each measured term, as the table's inputs."""
     inp, alone = terms["input"], terms["step_alone"]
     c = terms["cores_per_replica"]
-    out = [f"input (rho): {inp['median_rate']:.0f} images/s per core [{inp['interval_rate'][0]:.0f}, "
-           f"{inp['interval_rate'][1]:.0f}], the pipeline alone on {c} core(s): {inp['images']} images at "
+    lo, hi = (fmt(x, ".0f") if x is not None else "n/a" for x in inp["interval_rate"])
+    out = [f"input (rho): {inp['median_rate']:.0f} images/s per core [{lo}, {hi}], the pipeline alone on "
+           f"{c} core(s): {inp['images']} images at "
            f"{inp['image_size']} px, cache {'on' if inp['cache'] else 'off'}, {len(inp['seconds'])} epochs after "
            f"one that {'fills the cache' if inp['cache'] else 'warms up'}",
            f"one replica's step alone (custom step, in-memory tensors, batch {alone['batch']}): "

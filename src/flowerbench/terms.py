@@ -130,7 +130,13 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
         if solo:
             inp, alone = side[0]["input"], side[0]["alone_seconds"]
             rate = [inp["images"] / t / c for t in inp["seconds"]]
-            out["input"] = {**inp, "cores": slices[0], "images_per_second_per_core": rate, **_median_iv("rate", rate)}
+            # the interval of the epoch seconds, as rates (a rate's own t-interval can dip below 0)
+            secs = _median_iv("seconds", inp["seconds"])
+            lo, hi = secs["interval_seconds"]
+            out["input"] = {**inp, "cores": slices[0], "images_per_second_per_core": rate,
+                            "median_rate": inp["images"] / secs["median_seconds"] / c,
+                            "interval_rate": [inp["images"] / hi / c if hi else None,
+                                              inp["images"] / lo / c if lo and lo > 0 else None]}
             out["step_alone"] = {"seconds": alone, "cores": slices[0], "batch": b, **_median_iv("seconds", alone)}
             log(f"input: {statistics.median(rate):.0f} images/s per core ({inp['images']} images, cache "
                 f"{params.data.cache}, {params.data.image_size} px); step alone "
