@@ -87,7 +87,11 @@ def model_section(results: list[Result], terms: dict | None, rows: list[dict], v
           render.bullets(terms_lines(terms)),
           render.table(["variant", "runs", "role", "predicted s = compute + all-reduce + input", "measured s: "
                         "median [95% CI]", "error", "holds within", "verdict"], model_rows(rows)),
-          model_verdict(verdict, rows)]
+          model_verdict(verdict, rows),
+          "With the decoded images cached (`data.cache: true`) the input term is a small part of an epoch; the "
+          "input-on validation run (`dvc exp run -n input-on -S data.cache=false -S data.standin_px=512`) puts it "
+          "on trial, and its report is kept beside this one ([docs/model.md](../docs/model.md#putting-the-input-"
+          "term-on-trial))."]
     return b
 
 
