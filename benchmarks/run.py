@@ -311,15 +311,15 @@ def main() -> int:
         repro = None if a.no_reproduce else reproduce_in_clone(tmp, keep=keep)
         work = make_workdir(tmp, a.images, a.image_size, a.batch, a.epochs)
         runs: dict[str, list[dict]] = {}
-        n = auto_replicas()
+        n_auto = auto_replicas()  # (not `n`: the scaling section below loops over its own)
         # ours and the blog's code at the same budgets, 1 x c and N x c cores (same_budget)
         plan = [("blog_fit", lambda: blog(work, "fit", 1, a.image_size, a.batch, a.epochs)),
                 ("ours_fit", lambda: ours(work, "single_fit")),
                 ("blog_custom", lambda: blog(work, "custom", 1, a.image_size, a.batch, a.epochs)),
                 ("ours_custom", lambda: ours(work, "single_custom")),
-                ("blog_fit_N", lambda: blog(work, "fit", n, a.image_size, a.batch, a.epochs)),
+                ("blog_fit_N", lambda: blog(work, "fit", n_auto, a.image_size, a.batch, a.epochs)),
                 ("ours_fit_N", lambda: ours(work, "rn_fit")),
-                ("blog_custom_N", lambda: blog(work, "custom", n, a.image_size, a.batch, a.epochs)),
+                ("blog_custom_N", lambda: blog(work, "custom", n_auto, a.image_size, a.batch, a.epochs)),
                 ("ours_custom_N", lambda: ours(work, "rn_custom")),
                 ("ours_custom_step", lambda: ours(work, "single_custom", "params-step.yaml")),
                 ("ours_fit_tensors", lambda: ours(work, "single_fit", "params-tensors.yaml"))]
@@ -358,11 +358,11 @@ def main() -> int:
         ratio("ours/blog seconds, custom loop (custom_graph=epoch, as the blog)", "ours_custom", "blog_custom",
               0.90, call)
         ratio("ours/blog seconds, custom loop (custom_graph=step)", "ours_custom_step", "blog_custom", 0.90, call)
-        ratio(f"ours/blog seconds at {n} replicas (same cores and threads), fit", "ours_fit_N", "blog_fit_N", 1.0,
+        ratio(f"ours/blog seconds at {n_auto} replicas (same cores and threads), fit", "ours_fit_N", "blog_fit_N", 1.0,
               call)
-        ratio(f"ours/blog seconds at {n} replicas (same cores and threads), custom loop", "ours_custom_N",
+        ratio(f"ours/blog seconds at {n_auto} replicas (same cores and threads), custom loop", "ours_custom_N",
               "blog_custom_N", 1.0, call)
-        peers = same_budget_rows(runs, n)
+        peers = same_budget_rows(runs, n_auto)
         ratio("real/tensors epoch time (input ceiling)", "ours_fit", "ours_fit_tensors", 1.05)
         for name, label in (("ours_fit_steptimed", "fit"), ("ours_custom_steptimed", "custom loop, step")):
             row(f"harness: timed / sum of step seconds, {label}", runs[name][0]["harness_ratio"], 1.02)
@@ -403,12 +403,12 @@ def main() -> int:
               render.table(["measure", "value", "target", "meets"],
                            [[r["measure"], f"{r['value']:.3f}", f"<= {r['target']}", "yes" if r["meets"] else "NO"]
                             for r in rows]),
-              f"Ours against the blog's code (benchmarks/blog_port.py) at the same core budget: 1 x c and {n} x c "
+              f"Ours against the blog's code (benchmarks/blog_port.py) at the same core budget: 1 x c and {n_auto} x c "
               "cores, the blog's process pinned to our run's cores with our thread pools (intra-op c, inter-op "
               "replicas). img/s over the whole timed call (the blog's window), median [95 % interval] over the "
               "rounds; efficiency = img/s at N / img/s at 1 / N. Ours should be at least as fast at every budget; "
               "efficiency is reported, not targeted (a faster baseline lowers it).",
-              render.table(["loop", "code", "1 x c img/s", f"{n} x c img/s", "efficiency [95% CI]", "budget at N"],
+              render.table(["loop", "code", "1 x c img/s", f"{n_auto} x c img/s", "efficiency [95% CI]", "budget at N"],
                            [[r["loop"], r["code"], iv_cell(r["img_s_1"]), iv_cell(r["img_s_n"]),
                              f"{r['efficiency']:.2f} [{fmt_or(r['efficiency_low'])}, {fmt_or(r['efficiency_high'])}]",
                              f"{r['budget_n']['budget_kind']} {r['budget_n']['budget_affinity']}, intra "

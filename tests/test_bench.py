@@ -150,6 +150,8 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
     assert rows["ours/blog seconds at 2 replicas (same cores and threads), fit"]["target"] == 1.0
     peers = {(r["loop"], r["code"]): r for r in out["same_budget"]}
     assert peers["fit", "ours"]["efficiency"] == pytest.approx((384 / 4.5) / (384 / 6.5) / 2)
+    md_peers = (tmp_path / "reports" / "bench.md").read_text()
+    assert "| loop | code | 1 x c img/s | 2 x c img/s |" in md_peers and "1 x c and 2 x c cores" in md_peers
     assert peers["fit", "blog"]["efficiency"] == pytest.approx((384 / 8.0) / (384 / 11.0) / 2)
     assert peers["custom", "blog"]["img_s_n"]["median"] == pytest.approx(384 / 21.0)
     lo, hi = peers["custom", "blog"]["efficiency_low"], peers["custom", "blog"]["efficiency_high"]

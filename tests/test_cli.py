@@ -11,9 +11,17 @@ STAGES = ["fetch", "train", "report", "worker", "launch", "terms", "probe", "pre
 
 
 @pytest.mark.parametrize("stage", STAGES)
-def test_every_subcommand_has_help(stage):
-    proc = run_cli(stage, "--help", timeout=30)
-    assert proc.returncode == 0 and "--params" in proc.stdout
+def test_every_subcommand_has_help(stage, capsys):
+    """(the parser itself, in this process: `python -m flowerbench` reaches it through main(), which
+    every stage test runs as a subprocess)"""
+    with pytest.raises(SystemExit) as done:
+        build_parser().parse_args([stage, "--help"])
+    assert done.value.code == 0 and "--params" in capsys.readouterr().out
+
+
+def test_help_from_the_command_line():
+    proc = run_cli("train", "--help", timeout=30)
+    assert proc.returncode == 0 and "--variant" in proc.stdout and "--params" in proc.stdout
 
 
 def test_parser_lists_every_stage():

@@ -250,6 +250,10 @@ def test_the_terms_stage_measures_the_model_on_this_host(pipeline_repo):
     w = t["allreduce_workers"]["2"]  # the same gradients across 2 worker processes, one per core
     assert w["cores"] == [cores[:1], cores[1:2]] and w["strategy"] == "CollectiveAllReduceStrategy"
     assert (w["parameters"], w["tensors"]) == (a["parameters"], a["tensors"]) and len(w["seconds"]) == 10
+    d = t["dispatch"]["2"]  # 2 replicas' whole step in one process, less the parts above
+    assert d["cores"] == cores[:2] and d["replicas"] == 2 and len(d["seconds"]) == 12
+    assert d["seconds_beyond_terms"] == pytest.approx(d["median_seconds"] - k["factor"] * alone["median_seconds"]
+                                                      - a["median_seconds"])
     md = (pipeline_repo / "reports" / "report.md").read_text()
     section = md.split("## The model, tested on this host")[1].split("## The blog explained")[0]
     assert "contention (kappa_2)" in section and "all-reduce (a_2)" in section

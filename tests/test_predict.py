@@ -105,3 +105,20 @@ def test_runs_that_shared_cores_are_not_predicted():
     assert predict.predict(shared, [shared, *runs()[2:]], fake_terms()) is None
     threads = result("single_fit_threads", "fit", 1, 50.0, budget_kind="threads", budget_cores=2)
     assert predict.predict(threads, [threads], fake_terms()) is None
+
+
+def test_the_dispatch_term_extends_the_in_process_runs_only():
+    """Measured after the four terms missed: added to in-process multi-replica runs, never to a
+    multi-worker job (one replica per process), with its own verdict beside the four terms'."""
+    terms = {**fake_terms(), "dispatch": {"2": {"seconds_beyond_terms": 0.02}}}
+    job = result("multiworker_custom", "custom", 2, 70.0, workers=2)
+    rows = predict.predictions([*runs(), job], terms)
+    mirrored = next(r for r in rows if r["variant"] == "mirrored_custom")
+    assert mirrored["predicted_with_dispatch_seconds"] == pytest.approx(49.14 + 4 * 29 * 0.02)
+    assert mirrored["error_with_dispatch_pct"] == pytest.approx((51.46 - 50) / 50 * 100)
+    assert mirrored["holds_with_dispatch"] and mirrored["predicted_seconds"] == pytest.approx(49.14)
+    worker = next(r for r in rows if r["variant"] == "multiworker_custom")
+    assert "dispatch_seconds" not in worker and not worker["holds"]
+    assert predict.verdict(rows, "holds_with_dispatch")["missed"] == ["multiworker_custom"]
+    big = {**fake_terms(), "dispatch": {"2": {"seconds_beyond_terms": 0.1}}}
+    assert not predict.predictions(runs(), big)[0]["holds_with_dispatch"]  # 60.74 s against 50 +- 7.5

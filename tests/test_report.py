@@ -369,7 +369,10 @@ def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
     twin = fake_result("single_custom_tensors", "custom", 1, 57.6, "logical_cpu", True)
     twin["pipeline"] = "tensors"
     (workdir / "results" / "single_custom_tensors.json").write_text(json.dumps(twin))
-    (workdir / "results" / "model-terms.json").write_text(json.dumps(fake_terms()))
+    terms = fake_terms()
+    terms["dispatch"] = {"2": {"seconds_beyond_terms": 0.02, "median_seconds": 0.4, "interval_seconds": [0.39, 0.41],
+                               "cores": [0, 1]}}
+    (workdir / "results" / "model-terms.json").write_text(json.dumps(terms))
     m = _report(workdir)["model"]
     md = (workdir / "reports" / "report.md").read_text()
     section = md.split("## The model, tested on this host")[1].split("## The blog explained")[0]
@@ -384,12 +387,17 @@ def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
     assert "contention (kappa_2): 1.250" in section and "all-reduce (a_2): 50.0 ms per step" in section
     assert "The model MISSED 1 of 2 multi-replica run(s) (multiworker_custom; errors: mirrored_custom -1.7%, " \
            "multiworker_custom -29.8%)." in section and "It could not predict mirrored_fit" in section
+    # the term the misses pointed to, measured and added to the in-process runs only
+    assert "| mirrored_custom | 20 | 49.14 | 51.46 | 50.00 | +2.9% | holds |" in section
+    assert "dispatch (d_2, measured after the four terms missed)" in section
+    assert "With the dispatch term it still misses multiworker_custom (1 of 2 held)" in section
     blog = md.split("## The blog explained")[1]
     assert blog.lstrip().split("\n")[2].startswith("Caution: in its CPU form this model missed 1 of 2")
     assert m["mirrored_custom"]["holds"] == 1 and m["multiworker_custom"]["holds"] == 0
     assert m["mirrored_custom"]["predicted_seconds"] == pytest.approx(49.14)
+    assert m["mirrored_custom"]["holds_with_dispatch"] == 1 and "holds_with_dispatch" not in m["multiworker_custom"]
     # a terms file of another schema is refused, naming it, and the report stays as it was
-    (workdir / "results" / "model-terms.json").write_text(json.dumps({**fake_terms(), "schema_version": 0}))
+    (workdir / "results" / "model-terms.json").write_text(json.dumps({**terms, "schema_version": 0}))
     proc = report_in_process(workdir)
     assert proc.returncode == 1 and "results/model-terms.json: schema_version 0, this code reads 1" in proc.stderr
     assert (workdir / "reports" / "report.md").read_text() == md

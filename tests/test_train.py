@@ -102,42 +102,42 @@ def test_same_seed_same_training(workdir):
     assert a["epoch_loss"] == b["epoch_loss"] and a["final_accuracy"] == b["final_accuracy"]
 
 
-def test_repeats_and_strong_scaling(workdir):
+def test_repeats_strong_scaling_and_mixed_precision_in_the_custom_loop(workdir):
     r, _ = _train(workdir, "mirrored_custom", **{"train.scaling": "strong", "train.batch_size_per_replica": 8,
-                                              "train.repeats": 3, "train.epochs": 1})
+                                                 "train.repeats": 3, "train.epochs": 1,
+                                                 "train.mixed_precision": True})
     assert r["global_batch_size"] == 8 and r["batch_size_per_replica"] == 4 and r["scaling"] == "strong"
     assert len(r["repeat_seconds"]) == 3 and len(r["epoch_seconds"]) == 3
     assert r["timed_seconds"] == pytest.approx(sorted(r["repeat_seconds"])[1])  # the median repeat
     # The whole-call window (the blog's time.time()) holds each repeat's epochs, a little more.
     assert len(r["repeat_wall_seconds"]) == 3
     assert all(w >= s for w, s in zip(r["repeat_wall_seconds"], r["repeat_seconds"]))
-
-
-@pytest.mark.parametrize("knob", [{"data.pipeline": "tensors"}, {"train.mixed_precision": True},
-                                  {"train.jit_compile": True}, {"train.steps_per_execution": 3},
-                                  {"train.thread_policy": "tf_default"}])
-def test_knobs_run_on_cpu_at_tiny_size(workdir, knob):
-    # XLA and steps_per_execution run on one replica; on emulated replicas they are refused (below).
-    # (train.custom_graph: both values run in test_step_timing_and_harness_ratio.)
-    variant = "single_fit" if ("train.jit_compile" in knob or "train.steps_per_execution" in knob) else "mirrored_fit"
-    r, _ = _train(workdir, variant, **knob)
-    key, value = next(iter(knob.items()))
-    section, leaf = key.split(".")
-    assert r["params"][section][leaf] == value
-    assert r["images_per_epoch"] == 30 and r["timed_seconds"] > 0
-    if key == "data.pipeline":
-        assert r["pipeline"] == "tensors"
-    if key == "train.thread_policy":
-        assert r["intra_op_threads"] == 0 and r["inter_op_threads"] == 0
-
-
-def test_mixed_precision_custom_loop(workdir):
-    r, _ = _train(workdir, "mirrored_custom", **{"train.mixed_precision": True})
     # What ran: float16 compute with Keras' loss-scale optimizer wrapping Adam (without it float16
     # gradients underflow); the loss is a real number of the right size (5 classes: ln 5 = 1.61 at chance).
     assert r["mixed_precision"] is True and r["dtype_policy"] == "mixed_float16"
     assert r["optimizer_class"] == "LossScaleOptimizer"
     assert all(0.0 < loss < 20.0 for loss in r["epoch_loss"]), r["epoch_loss"]
+
+
+@pytest.mark.parametrize("knobs", [{"data.pipeline": "tensors", "train.thread_policy": "tf_default"},
+                                   {"train.mixed_precision": True},
+                                   {"train.jit_compile": True, "train.steps_per_execution": 3}])
+def test_knobs_run_on_cpu_at_tiny_size(workdir, knobs):
+    # XLA and steps_per_execution run on one replica; on emulated replicas they are refused (below).
+    # (train.custom_graph: both values run in test_step_timing_and_harness_ratio.)  Knobs that do not
+    # interact share a run.
+    variant = "single_fit" if "train.jit_compile" in knobs else "mirrored_fit"
+    r, _ = _train(workdir, variant, **knobs)
+    for key, value in knobs.items():
+        section, leaf = key.split(".")
+        assert r["params"][section][leaf] == value, key
+    assert r["images_per_epoch"] == 30 and r["timed_seconds"] > 0
+    if "data.pipeline" in knobs:
+        assert r["pipeline"] == "tensors"
+    if "train.thread_policy" in knobs:
+        assert r["intra_op_threads"] == 0 and r["inter_op_threads"] == 0
+    if "train.jit_compile" in knobs:
+        assert (r["jit_compile"], r["steps_per_execution"]) == (True, 3)
 
 
 @pytest.mark.parametrize("knob,variant,needle", [

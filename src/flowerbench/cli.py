@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and write results/model-terms.json", _cmd_terms)
     p = add("probe", "(run by `terms`) measure terms in this process, pinned to --cores; one JSON line",
             _cmd_probe)
-    p.add_argument("kind", choices=["replica", "allreduce"])
+    p.add_argument("kind", choices=["replica", "allreduce", "mirrored"])
     p.add_argument("--cores", required=True, help="comma-separated core ids to pin this process to")
     p.add_argument("--replicas", type=int, default=1)
     p.add_argument("--count", type=int, default=8, help="timed repetitions")

@@ -257,6 +257,8 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
     return {"variants": {name: numbers(m) for name, m in metrics.items()},
             "blog_audit": {a["variant"]: numbers(a) for a in audit},
             "input_ceiling": {c["tensors"]: numbers(c) for c in ceiling},
-            "model": {r["variant"]: {**numbers(r), "holds": int(r["holds"])} for r in model
+            "model": {r["variant"]: {**numbers(r), "holds": int(r["holds"]),
+                                     **({"holds_with_dispatch": int(r["holds_with_dispatch"])}
+                                        if "holds_with_dispatch" in r else {})} for r in model
                       if r.get("predicted_seconds") is not None},
             "warnings": len(warnings)}

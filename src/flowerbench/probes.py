@@ -14,7 +14,10 @@ they explain had, and reads the one JSON line each prints on stdout:
     variable, the model's real shapes) across N replicas, through the strategy's
     own cross-device ops, as training builds it (devices.py); seconds per call.
     With TF_CONFIG set, the process is one worker of an N-worker job and the
-    all-reduce crosses processes (MultiWorkerMirroredStrategy, as the launcher's).
+    all-reduce crosses processes (MultiWorkerMirroredStrategy, as the launcher's);
+  * mirrored: N replicas' step driven from one process (the custom loop's own
+    per-step function on in-memory tensors): what the in-process runs pay beyond
+    one replica's step, contention and the all-reduce is the rest of it (dispatch).
 """
 
 from __future__ import annotations
@@ -142,6 +145,37 @@ def replica(params: Params, batch: int, count: int, input_epochs_: int) -> dict:
     return out
 
 
+def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
+    """Seconds per step of N replicas driven from this one process (MirroredStrategy planned as
+    `train` plans it), through the custom loop's own per-step function (loops.make_epoch_fn,
+    graph="step": strategy.run, the all-reduce, the reductions), on in-memory tensors."""
+    import tensorflow as tf
+
+    from .budget import plan
+    from .devices import make_strategy, plan_devices
+    from .loops import build_optimizer_in_scope, make_epoch_fn, make_train_step
+    from .model import build_model, make_optimizer
+
+    budget = plan(replicas, None, params.train, list(range(replicas * params.train.cores_per_replica)), 0)
+    strategy = make_strategy(plan_devices(replicas, params.train, budget))
+    tf.keras.utils.set_random_seed(params.seed)
+    with strategy.scope():
+        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
+        optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
+    build_optimizer_in_scope(strategy, model, optimizer)
+    global_batch = batch * replicas
+    epoch = make_epoch_fn(strategy, make_train_step(strategy, model, optimizer, global_batch), "step")
+    g = tf.random.Generator.from_seed(params.seed)
+    x = g.uniform((global_batch, params.data.image_size, params.data.image_size, 3), 0, 255)
+    y = g.uniform((global_batch,), 0, 5, dtype=tf.int32)
+    one = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors((x, y)))))
+    epoch([one, one])                        # trace and warm up
+    _wait_for("go")
+    seconds: list[float] = []
+    epoch([one] * count, step_times=seconds)  # each step synced and timed by the loop itself
+    return {"seconds": seconds, "replicas": replicas, "batch": batch}
+
+
 def main(params: Params, kind: str, replicas: int, count: int, batch: int, input_epochs_: int) -> int:
     """The probe's process (pinned by the CLI before TensorFlow started): one JSON line out."""
     from .budget import CoreBudget
@@ -152,6 +186,8 @@ def main(params: Params, kind: str, replicas: int, count: int, batch: int, input
     import_tensorflow()
     if kind == "allreduce":   # plans its devices and threads as a training run of N replicas does
         out = allreduce(params, replicas, count)
+    elif kind == "mirrored":  # as well
+        out = mirrored(params, replicas, batch, count)
     else:                     # one replica's share: intra-op = its cores, inter-op 1
         apply_threads(CoreBudget("core_matched", len(cores), len(cores), cores, len(cores), len(cores), 1))
         out = replica(params, batch, count, input_epochs_)

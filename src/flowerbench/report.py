@@ -17,8 +17,8 @@ from pathlib import Path
 from . import metrics as M, paths, render
 from . import predict
 from .prose import (ATTRIBUTION, answer, banners, blog_model_text, blog_validation, code_state, conclusion,
-                    confounders, findings, fmt as _fmt, model_rows, model_verdict, run_kind_label, seconds_cell,
-                    speedup_cell, terms_lines, versus, versus_same_loop, where_measured)
+                    confounders, dispatch_rows, dispatch_verdict, findings, fmt as _fmt, model_rows, model_verdict,
+                    run_kind_label, seconds_cell, speedup_cell, terms_lines, versus, versus_same_loop, where_measured)
 from .config import Params
 from .figures import figures
 from .host import describe as describe_host, label as host_label
@@ -87,11 +87,19 @@ def model_section(results: list[Result], terms: dict | None, rows: list[dict], v
           render.bullets(terms_lines(terms)),
           render.table(["variant", "runs", "role", "predicted s = compute + all-reduce + input", "measured s: "
                         "median [95% CI]", "error", "holds within", "verdict"], model_rows(rows)),
-          model_verdict(verdict, rows),
-          "With the decoded images cached (`data.cache: true`) the input term is a small part of an epoch; the "
-          "input-on validation run (`dvc exp run -n input-on -S data.cache=false -S data.standin_px=512`) puts it "
-          "on trial, and its report is kept beside this one ([docs/model.md](../docs/model.md#putting-the-input-"
-          "term-on-trial))."]
+          model_verdict(verdict, rows)]
+    extended = [r for r in rows if "dispatch_seconds" in r]
+    if extended:
+        b += ["The term the misses point to, measured: N replicas' step driven from one process (the custom loop's "
+              "own per-step function on in-memory tensors; `dispatch` in the terms file), less contention x one "
+              "replica's step and the all-reduce. Added to the in-process runs' predictions:",
+              render.table(["variant", "dispatch ms per step", "four terms s", "with dispatch s", "measured s",
+                            "error", "verdict"], dispatch_rows(rows)),
+              dispatch_verdict(predict.verdict(rows, "holds_with_dispatch"))]
+    b.append("With the decoded images cached (`data.cache: true`) the input term is a small part of an epoch; the "
+             "input-on validation run (`dvc exp run -n input-on -S data.cache=false -S data.standin_px=512`) puts "
+             "it on trial, and its report is kept beside this one ([docs/model.md](../docs/model.md#putting-the-"
+             "input-term-on-trial)).")
     return b
 
 

@@ -13,7 +13,10 @@ every core-matched N from 2 to 4 that fits the host:
     no GPU model has this term) -> the ratio;
   * all-reduce: the model's gradients across N replicas on N x c cores, through
     the strategy's own cross-device ops -> seconds per step; and the same across
-    N worker processes, each on its own c cores (the multi-worker job's).
+    N worker processes, each on its own c cores (the multi-worker job's);
+  * dispatch: N replicas' whole step driven from one process, less the parts
+    above (measured after the four-term model missed the in-process runs by
+    130-230 ms per step: docs/model.md).
 
 The compute per step is not measured here: it is the in-memory-tensors twin of
 each loop (variants single_fit_tensors, single_custom_tensors), a training run
@@ -120,7 +123,7 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
             deadline: Deadline) -> dict:
     c = params.train.cores_per_replica
     b = params.train.batch_size_per_replica
-    out: dict = {"contention": {}, "allreduce": {}, "allreduce_workers": {}}
+    out: dict = {"contention": {}, "allreduce": {}, "allreduce_workers": {}, "dispatch": {}}
     for n in replicas:
         slices = [usable_ids[i * c:(i + 1) * c] for i in range(n)]
         solo = "input" not in out   # the input pipeline and the step alone: once, in the first N's first probe
@@ -152,6 +155,16 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
         log(f"all-reduce: {ar['median_seconds'] * 1000:.1f} ms for {ar['parameters'] / 1e6:.1f} M parameters "
             f"({ar['cross_device_ops']})")
         out["allreduce"][str(n)] = {**ar, **_median_iv("seconds", ar["seconds"])}
+        # what N replicas cost in one process beyond the terms above: measured, then the rest of it
+        log(f"{n} replicas' step driven from one process on {usable_ids[:n * c]}")
+        mr, = run_together([_probe("mirrored", usable_ids[:n * c], params_path, replicas=n, count=STEP_COUNT,
+                                   batch=b)], deadline)
+        parts = factor * out["step_alone"]["median_seconds"] + ar["median_seconds"]
+        step_n = statistics.median(mr["seconds"])
+        out["dispatch"][str(n)] = {**mr, "cores": usable_ids[:n * c], **_median_iv("seconds", mr["seconds"]),
+                                   "seconds_beyond_terms": step_n - parts}
+        log(f"{n} replicas in one process: {step_n * 1000:.0f} ms per step, {(step_n - parts) * 1000:.0f} ms beyond "
+            f"contention x step alone + all-reduce")
         # the same across N worker processes (the multi-worker job's all-reduce: gRPC between them)
         from .multiworker import free_ports, worker_env
 

@@ -1,7 +1,7 @@
 """Run in a subprocess (devices are configured once per process): one SGD step of the
 distributed code vs the single-device code, printed as JSON.
 
-    python tests/helpers/equivalence.py N out.npz   (N = 1, 2 or 4 replicas)
+    python tests/helpers/equivalence.py N[,N] DIR   (N = 1, 2 or 4 replicas -> DIR/r<N>.npz)
 
 Each case starts from the same initial weights and the same global batch of 16
 images; N replicas get b' = global / N each.  Uses the project's own model and
@@ -74,14 +74,18 @@ CASES = {  # name -> (loop, batchnorm, divisor of the loss; None = the global ba
 }
 
 if __name__ == "__main__":
-    # One replica count per process: collective groups of different sizes cannot share a process.
-    n, out = int(sys.argv[1]), sys.argv[2]
-    arrays = {}
-    for name, (loop, bn, div) in CASES.items():
-        w = one_step(n, loop.split("_")[0], bn, scale_batch=GLOBAL // n if div else None,
-                     graph="step" if loop.endswith("_step") else "epoch")
-        arrays[name] = np.concatenate([x.ravel() for x in w])
-    init = initial("none")
-    arrays["init_trainable"] = np.concatenate([x.ravel() for x in init])
-    np.savez(out, **arrays)
-    json.dump({k: v.shape[0] for k, v in arrays.items()}, sys.stdout)
+    # At most one multi-replica count per process: collective groups of different sizes cannot share
+    # a process (the single replica, default strategy, has none and shares one).
+    counts, out_dir = [int(n) for n in sys.argv[1].split(",")], sys.argv[2]
+    if len([n for n in counts if n > 1]) > 1:
+        sys.exit("equivalence.py: one multi-replica count per process")
+    for n in counts:
+        arrays = {}
+        for name, (loop, bn, div) in CASES.items():
+            w = one_step(n, loop.split("_")[0], bn, scale_batch=GLOBAL // n if div else None,
+                         graph="step" if loop.endswith("_step") else "epoch")
+            arrays[name] = np.concatenate([x.ravel() for x in w])
+        init = initial("none")
+        arrays["init_trainable"] = np.concatenate([x.ravel() for x in init])
+        np.savez(f"{out_dir}/r{n}.npz", **arrays)
+        json.dump({k: v.shape[0] for k, v in arrays.items()}, sys.stdout)
