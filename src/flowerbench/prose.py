@@ -395,7 +395,9 @@ def _missing_term(row: dict) -> str:
                   "the all-reduce between processes over gRPC (not measured: the in-process one stood in) and the "
                   "workers' per-step coordination") if row["workers"] else
                  f"driving {row['replicas']} replicas from one process (strategy.run, splitting each global "
-                 f"batch, the replicas' ops on one inter-op pool), which no probe exercises")
+                 f"batch, the replicas' ops on one inter-op pool), "
+                 + ("measured below as the dispatch term" if "dispatch_seconds" in row else
+                    "which no probe measured"))
         return f"{gap_ms:.0f} ms per step that no term holds: most likely {where}"
     return (f"{-gap_ms:.0f} ms per step too much: a term overstates this run (the side-by-side probes "
             f"contend only in their timed windows; the run's input prefetch may overlap compute)")
