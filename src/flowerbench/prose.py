@@ -498,8 +498,7 @@ def dispatch_rows(rows: list[dict]) -> list[list]:
 
 def dispatch_verdict(v: dict) -> str:
     if v["validated"]:
-        return (f"With the dispatch term the model holds for all {v['held']} multi-replica run(s). It was measured "
-                f"after the four-term model missed, so this is an explanation of the miss, not a prediction made "
-                f"before it.")
+        return (f"With the dispatch term the model holds for all {v['held']} multi-replica run(s). The term was added "
+                f"after the four-term model missed, so it explains those misses; it was not predicted before them.")
     return (f"With the dispatch term it still misses {', '.join(v['missed']) or 'none'} "
             f"({v['held']} of {v['predicted']} held): something else is missing too.")

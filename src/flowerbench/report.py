@@ -90,9 +90,10 @@ def model_section(results: list[Result], terms: dict | None, rows: list[dict], v
           model_verdict(verdict, rows)]
     extended = [r for r in rows if "dispatch_seconds" in r]
     if extended:
-        b += ["The term the misses point to, measured: N replicas' step driven from one process (the custom loop's "
-              "own per-step function on in-memory tensors; `dispatch` in the terms file), less contention x one "
-              "replica's step and the all-reduce. Added to the in-process runs' predictions:",
+        b += ["The fifth term, measured because the four missed the in-process runs on this host (docs/model.md): "
+              "N replicas' step driven from one process (the custom loop's own per-step function on in-memory "
+              "tensors; `dispatch` in the terms file), less contention x one replica's step and the all-reduce. "
+              "Added to the in-process runs' predictions:",
               render.table(["variant", "dispatch ms per step", "four terms s", "with dispatch s", "measured s",
                             "error", "verdict"], dispatch_rows(rows)),
               dispatch_verdict(predict.verdict(rows, "holds_with_dispatch"))]
