@@ -221,6 +221,11 @@ def _build_pipeline(repo: Path) -> None:
         else:
             (repo / item).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(src, repo / item)
+    # The terms stage is left out of this copy: its seven processes would lengthen the serial build
+    # every pipeline test waits for; tests/test_terms.py runs its command on its own, in parallel.
+    stages = yaml.safe_load((repo / "dvc.yaml").read_text())
+    del stages["stages"]["terms"]
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(stages, sort_keys=False))
     params = tiny_params(**{"data.standin_px": 32, "data.max_images": 64, "sweep": {"replicas": [2], "loops": ["fit"]}})
     params["variants"]["mirrored_fit"]["replicas"] = params["variants"]["mirrored_custom"]["replicas"] = 4
     # DVC needs every key a stage declares to be present: write the fully resolved params.

@@ -127,7 +127,7 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     repo = pipeline_repo
     names = sorted(p.stem for p in (repo / "results").glob("*.json"))
     assert names == sorted(["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "sweep_r2_fit",
-                            "multiworker_custom", "model-terms"])
+                            "multiworker_custom"])
     manifest = json.loads((repo / "data" / "manifest.json").read_text())
     assert manifest["synthetic"] is True and manifest["total"] == 3670
     r = json.loads((repo / "results" / "mirrored_fit.json").read_text())
@@ -216,49 +216,13 @@ def test_another_core_count_reruns_every_training_stage_and_the_report(pipeline_
         assert json.loads((pipeline_repo / "data" / "host.json").read_text())["usable_cores"] == 1
         changed = status(pipeline_repo)
         assert set(changed) == {"train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "terms", "report"}
+                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
         for name, entries in changed.items():
             deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
             assert deps == {"data/host.json": "modified"}, (name, entries)
     finally:
         git("checkout", "--", "data/host.json", "dvc.lock", cwd=pipeline_repo)
     assert status(pipeline_repo) == {}
-
-
-def test_the_terms_stage_measures_the_model_on_this_host(pipeline_repo):
-    """results/model-terms.json from the pipeline's own `terms` stage: every core-matched N that fits,
-    each probe on the cores it should have had, the all-reduce of the model's real gradients; and
-    the report's model section built from it."""
-    t = json.loads((pipeline_repo / "results" / "model-terms.json").read_text())
-    cores = sorted(os.sched_getaffinity(0))
-    assert t["host"] == json.loads((pipeline_repo / "data" / "host.json").read_text()) and t["git_commit"]
-    if len(cores) < 2:
-        assert t["replicas"] == [] and "nothing to predict" in t["skipped"]
-        return
-    assert t["replicas"] == list(range(2, min(4, len(cores)) + 1)) and t["cores_per_replica"] == 1
-    assert t["input"]["images"] == 64 and t["input"]["cache"] is True and t["input"]["cores"] == cores[:1]
-    assert len(t["input"]["seconds"]) == 3 and t["input"]["median_rate"] > 0
-    alone = t["step_alone"]
-    assert alone["cores"] == cores[:1] and alone["batch"] == 4 and len(alone["seconds"]) == 12
-    k = t["contention"]["2"]
-    assert k["cores"] == [cores[:1], cores[1:2]] and len(k["seconds_each"]) == 2 and k["factor"] > 0
-    assert k["factor"] == pytest.approx(sum(k["median_seconds_each"]) / 2 / alone["median_seconds"])
-    a = t["allreduce"]["2"]
-    trained = json.loads((pipeline_repo / "results" / "single_fit.json").read_text())
-    assert a["cores"] == cores[:2] and a["replicas"] == 2 and a["cross_device_ops"] == "CollectiveAllReduce"
-    assert 0 < a["parameters"] <= trained["parameter_count"] and len(a["seconds"]) == 10
-    w = t["allreduce_workers"]["2"]  # the same gradients across 2 worker processes, one per core
-    assert w["cores"] == [cores[:1], cores[1:2]] and w["strategy"] == "CollectiveAllReduceStrategy"
-    assert (w["parameters"], w["tensors"]) == (a["parameters"], a["tensors"]) and len(w["seconds"]) == 10
-    d = t["dispatch"]["2"]  # 2 replicas' whole step in one process, less the parts above
-    assert d["cores"] == cores[:2] and d["replicas"] == 2 and len(d["seconds"]) == 12
-    assert d["seconds_beyond_terms"] == pytest.approx(d["median_seconds"] - k["factor"] * alone["median_seconds"]
-                                                      - a["median_seconds"])
-    md = (pipeline_repo / "reports" / "report.md").read_text()
-    section = md.split("## The model, tested on this host")[1].split("## The blog explained")[0]
-    assert "contention (kappa_2)" in section and "all-reduce (a_2)" in section
-    # the tiny pipeline has no tensors twin: its core-matched runs are listed, not predicted
-    assert "| sweep_r2_fit | 2 replica(s) | test | cannot predict: no in-memory-tensors twin of the fit loop" in section
 
 
 def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
@@ -268,7 +232,7 @@ def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
         cli.write_text(text + "\n# an edit\n")
         changed = status(pipeline_repo)
         assert set(changed) == {"host", "fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "terms", "report"}
+                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
         for name, entries in changed.items():  # dvc status: [{"changed deps": {path: "modified"}}]
             deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
             assert deps == {"src/flowerbench/cli.py": "modified"}, (name, entries)
@@ -295,8 +259,10 @@ def test_adding_a_variant_leaves_the_others_up_to_date(pipeline_repo):
 
 def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_path):
     """On a copy of its own, with two training stages (single_fit and mirrored_custom; the other
-    variants, the sweep point, the multi-worker and the terms stages are dropped and committed first,
-    and nothing retrains for that): every experiment retrains both, and nothing else but the report."""
+    variants, the sweep point and the multi-worker stage are dropped and committed first,
+    and nothing retrains for that).  Experiment a changes the batch: it retrains both and reruns the
+    report.  Experiment b changes only a report param: it retrains nothing.  Both are listed, compared
+    and restorable."""
     repo = copy_pipeline(pipeline_built, tmp_path / "exp")
     p = yaml.safe_load((repo / "params.yaml").read_text())
     p["variants"] = {k: v for k, v in p["variants"].items() if k in ("single_fit", "mirrored_custom")}
@@ -304,7 +270,7 @@ def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_pa
     p["multiworker"]["workers"] = 0
     write_params(repo / "params.yaml", p)
     pipeline = yaml.safe_load((repo / "dvc.yaml").read_text())
-    del pipeline["stages"]["multiworker"], pipeline["stages"]["terms"]
+    del pipeline["stages"]["multiworker"]  # (the terms stage is not in the tiny pipeline)
     (repo / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
     ran = dvc("repro", cwd=repo).stdout
     assert [l.split("'")[1] for l in ran.splitlines() if l.startswith("Running stage")] == ["host", "report"], ran
@@ -314,27 +280,33 @@ def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_pa
     run_a = dvc("exp", "run", "-n", "a", "-S", "train.batch_size_per_replica=8", cwd=repo)
     assert [l.split("'")[1] for l in run_a.stdout.splitlines() if l.startswith("Running stage")] == [
         "host", "train@single_fit", "train@mirrored_custom", "report"], run_a.stdout
-    report_a = (repo / "reports" / "report.md").read_text()
-    dvc("exp", "run", "-n", "b", "-S", "train.batch_size_per_replica=16", cwd=repo)
-    assert json.loads((repo / "results" / "single_fit.json").read_text())["batch_size_per_replica"] == 16
+    report_a = (repo / "reports" / "report.html").read_text()
+    run_b = dvc("exp", "run", "-n", "b", "-S", "train.batch_size_per_replica=8", "-S", "report.figure_dpi=60",
+                cwd=repo)
+    assert [l.split("'")[1] for l in run_b.stdout.splitlines() if l.startswith("Running stage")] == [
+        "host", "report"], run_b.stdout
+    assert (repo / "reports" / "report.html").read_text() != report_a  # the figures, at another dpi
 
     rows = json.loads(dvc("exp", "show", "--json", cwd=repo).stdout)
     exps = {e["name"]: e for row in rows for e in (row.get("experiments") or []) for e in e["revs"]}
     assert {"a", "b"} <= set(exps)
-    for name, batch in (("a", 8), ("b", 16)):
+    for name, dpi in (("a", 110), ("b", 60)):
         data = exps[name]["data"]
-        assert data["params"]["params.yaml"]["data"]["train"]["batch_size_per_replica"] == batch
+        assert data["params"]["params.yaml"]["data"]["train"]["batch_size_per_replica"] == 8
+        assert data["params"]["params.yaml"]["data"]["report"]["figure_dpi"] == dpi
         m = data["metrics"]["reports/metrics.json"]["data"]["variants"]["single_fit"]
         assert m["timed_seconds"] > 0 and m["images_per_second"] > 0, name
 
     diff = json.loads(dvc("exp", "diff", "a", "b", "--json", cwd=repo).stdout)
-    assert diff["params"]["params.yaml"]["train.batch_size_per_replica"] == {"old": 8, "new": 16, "diff": 8}
-    assert "variants.single_fit.images_per_second" in diff["metrics"]["reports/metrics.json"]
+    assert diff["params"]["params.yaml"]["report.figure_dpi"] == {"old": 110, "new": 60, "diff": -50}
+    base = json.loads(dvc("exp", "diff", "HEAD", "a", "--json", cwd=repo).stdout)
+    assert base["params"]["params.yaml"]["train.batch_size_per_replica"] == {"old": 4, "new": 8, "diff": 4}
+    assert "variants.single_fit.images_per_second" in base["metrics"]["reports/metrics.json"]
 
     dvc("exp", "apply", "a", cwd=repo)
     for name in ("single_fit", "mirrored_custom"):
         assert json.loads((repo / "results" / f"{name}.json").read_text())["batch_size_per_replica"] == 8, name
-    assert (repo / "reports" / "report.md").read_text() == report_a  # a cached output, restored too
+    assert (repo / "reports" / "report.html").read_text() == report_a  # a cached output, restored too
     assert yaml.safe_load((repo / "params.yaml").read_text())["train"]["batch_size_per_replica"] == 8
     # back to the committed baseline for the tests after this one
     git("checkout", "--", ".", cwd=repo)

@@ -49,27 +49,31 @@ def _times(fn, count: int) -> list[float]:
     return out
 
 
-def allreduce(params: Params, replicas: int, count: int) -> dict:
-    """Seconds per all-reduce of gradient-shaped tensors across `replicas` replicas."""
+def _strategy(params: Params, replicas: int):
+    """As the runs the terms explain build it: one worker of an N-worker job (TF_CONFIG set: the
+    launcher's MultiWorkerMirroredStrategy and options), else N replicas planned as `train` plans them."""
     import tensorflow as tf
 
     from .budget import CoreBudget, plan
-    from .devices import apply_threads, cross_device_ops_name, make_strategy, plan_devices
-    from .model import build_model
+    from .devices import apply_threads, make_strategy, plan_devices
 
-    if os.environ.get("TF_CONFIG"):   # one worker of an N-worker job (the launcher's strategy and options)
+    if os.environ.get("TF_CONFIG"):
         apply_threads(CoreBudget("core_matched", 1, 1, [], 1, params.train.cores_per_replica, 1))
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
             communication_options=tf.distribute.experimental.CommunicationOptions(
                 implementation=tf.distribute.experimental.CommunicationImplementation.AUTO))
-    else:                             # N replicas in this process, as `train` plans them
+    else:
         budget = plan(replicas, None, params.train, list(range(replicas * params.train.cores_per_replica)), 0)
         strategy = make_strategy(plan_devices(replicas, params.train, budget))
     if strategy.num_replicas_in_sync != replicas:
-        raise RuntimeError(f"probe allreduce: {strategy.num_replicas_in_sync} replicas in sync, expected {replicas}")
-    with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
-    variables = model.trainable_variables   # the "gradients": every replica's copy of each variable
+        raise RuntimeError(f"probe: {strategy.num_replicas_in_sync} replicas in sync, expected {replicas}")
+    return strategy
+
+
+def _allreduce_timer(strategy, variables, replicas: int):
+    """A warmed-up, checked callable that all-reduces every replica's copy of `variables` (the model's
+    gradients' shapes) once, through the strategy's own cross-device ops."""
+    import tensorflow as tf
 
     @tf.function
     def reduce_all():
@@ -81,18 +85,36 @@ def allreduce(params: Params, replicas: int, count: int) -> dict:
         return strategy.run(on_replica)
 
     def once():
-        out = strategy.experimental_local_results(reduce_all())
-        return float(out[0].numpy())
+        return float(strategy.experimental_local_results(reduce_all())[0].numpy())
 
-    expected = replicas * sum(float(tf.reshape(v, [-1])[0]) for v in variables)
-    got = once()
-    if abs(got - expected) > 1e-4 * max(1.0, sum(abs(float(tf.reshape(v, [-1])[0])) for v in variables) * replicas):
+    firsts = [float(tf.reshape(v, [-1])[0]) for v in variables]
+    got, expected = once(), replicas * sum(firsts)
+    if abs(got - expected) > 1e-4 * max(1.0, replicas * sum(abs(x) for x in firsts)):
         raise RuntimeError(f"probe allreduce: the sum over {replicas} replicas is {got}, expected {expected}")
     once()
-    _wait_for("go")
-    return {"seconds": _times(once, count), "replicas": replicas, "tensors": len(variables),
+    return once
+
+
+def _allreduce_record(strategy, variables, replicas: int, seconds: list[float]) -> dict:
+    import tensorflow as tf
+
+    from .devices import cross_device_ops_name
+
+    return {"seconds": seconds, "replicas": replicas, "tensors": len(variables),
             "parameters": int(sum(int(tf.size(v)) for v in variables)),
             "cross_device_ops": cross_device_ops_name(strategy), "strategy": type(strategy).__name__}
+
+
+def allreduce(params: Params, replicas: int, count: int) -> dict:
+    """Seconds per all-reduce of the model's gradient shapes across `replicas` replicas."""
+    from .model import build_model
+
+    strategy = _strategy(params, replicas)
+    with strategy.scope():
+        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
+    once = _allreduce_timer(strategy, model.trainable_variables, replicas)
+    _wait_for("go")
+    return _allreduce_record(strategy, model.trainable_variables, replicas, _times(once, count))
 
 
 def input_epochs(params: Params, batch: int, epochs: int) -> dict:
@@ -146,23 +168,22 @@ def replica(params: Params, batch: int, count: int, input_epochs_: int) -> dict:
 
 
 def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
-    """Seconds per step of N replicas driven from this one process (MirroredStrategy planned as
-    `train` plans it), through the custom loop's own per-step function (loops.make_epoch_fn,
-    graph="step": strategy.run, the all-reduce, the reductions), on in-memory tensors."""
+    """N replicas in this one process (MirroredStrategy planned as `train` plans it): first the
+    all-reduce of the model's gradient shapes alone, then the whole step through the custom loop's
+    own per-step function (loops.make_epoch_fn, graph="step": strategy.run, the all-reduce, the
+    reductions) on in-memory tensors.  One strategy for both: two in a process clash."""
     import tensorflow as tf
 
-    from .budget import plan
-    from .devices import make_strategy, plan_devices
     from .loops import build_optimizer_in_scope, make_epoch_fn, make_train_step
     from .model import build_model, make_optimizer
 
-    budget = plan(replicas, None, params.train, list(range(replicas * params.train.cores_per_replica)), 0)
-    strategy = make_strategy(plan_devices(replicas, params.train, budget))
+    strategy = _strategy(params, replicas)
     tf.keras.utils.set_random_seed(params.seed)
     with strategy.scope():
         model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
         optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
     build_optimizer_in_scope(strategy, model, optimizer)
+    reduce_once = _allreduce_timer(strategy, model.trainable_variables, replicas)
     global_batch = batch * replicas
     epoch = make_epoch_fn(strategy, make_train_step(strategy, model, optimizer, global_batch), "step")
     g = tf.random.Generator.from_seed(params.seed)
@@ -171,9 +192,10 @@ def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
     one = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors((x, y)))))
     epoch([one, one])                        # trace and warm up
     _wait_for("go")
+    reduced = _allreduce_record(strategy, model.trainable_variables, replicas, _times(reduce_once, count))
     seconds: list[float] = []
     epoch([one] * count, step_times=seconds)  # each step synced and timed by the loop itself
-    return {"seconds": seconds, "replicas": replicas, "batch": batch}
+    return {"seconds": seconds, "replicas": replicas, "batch": batch, "allreduce": reduced}
 
 
 def main(params: Params, kind: str, replicas: int, count: int, batch: int, input_epochs_: int) -> int:

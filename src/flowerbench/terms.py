@@ -149,17 +149,16 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
         log(f"side by side: {', '.join(f'{x * 1000:.0f}' for x in per)} ms -> contention factor {factor:.3f}")
         out["contention"][str(n)] = {"cores": slices, "median_seconds_each": per, "factor": factor,
                                      "seconds_each": [p["seconds"] for p in side]}
-        log(f"all-reduce of the model's gradients across {n} replicas on {usable_ids[:n * c]}")
-        ar, = run_together([_probe("allreduce", usable_ids[:n * c], params_path, replicas=n,
-                                   count=ALLREDUCE_COUNT, batch=b)], deadline)
-        log(f"all-reduce: {ar['median_seconds'] * 1000:.1f} ms for {ar['parameters'] / 1e6:.1f} M parameters "
-            f"({ar['cross_device_ops']})")
-        out["allreduce"][str(n)] = {**ar, **_median_iv("seconds", ar["seconds"])}
-        # what N replicas cost in one process beyond the terms above: measured, then the rest of it
-        log(f"{n} replicas' step driven from one process on {usable_ids[:n * c]}")
+        log(f"{n} replicas in one process on {usable_ids[:n * c]}: the all-reduce of the model's gradients, "
+            f"then the whole step")
         mr, = run_together([_probe("mirrored", usable_ids[:n * c], params_path, replicas=n, count=STEP_COUNT,
                                    batch=b)], deadline)
-        parts = factor * out["step_alone"]["median_seconds"] + ar["median_seconds"]
+        ar = mr.pop("allreduce")
+        out["allreduce"][str(n)] = {**ar, "cores": usable_ids[:n * c], **_median_iv("seconds", ar["seconds"])}
+        log(f"all-reduce: {out['allreduce'][str(n)]['median_seconds'] * 1000:.1f} ms for {ar['parameters'] / 1e6:.1f} "
+            f"M parameters ({ar['cross_device_ops']})")
+        # what N replicas cost in one process beyond the terms above: the rest of the whole step
+        parts = factor * out["step_alone"]["median_seconds"] + out["allreduce"][str(n)]["median_seconds"]
         step_n = statistics.median(mr["seconds"])
         out["dispatch"][str(n)] = {**mr, "cores": usable_ids[:n * c], **_median_iv("seconds", mr["seconds"]),
                                    "seconds_beyond_terms": step_n - parts}
