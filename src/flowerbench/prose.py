@@ -474,8 +474,16 @@ def model_verdict(v: dict, rows: list[dict]) -> str:
     return " ".join(parts) + " It is not validated on this host; the blog section below says what that costs."
 
 
-def blog_validation(v: Optional[dict]) -> str:
-    """The line that puts the blog's model on trial: how well the same model did on this host."""
+def blog_validation(v: Optional[dict], rows: list[dict] = ()) -> str:
+    """The line that puts the blog's model on trial: how well the same model did on this host, and
+    so how far its verdict on the blog can be trusted."""
+    errors = [r["error_pct"] for r in rows if r["role"] == "test" and r.get("predicted_seconds") is not None]
+    sure = ""
+    if errors:
+        sign = ("always too fast" if max(errors) < 0 else "always too slow" if min(errors) > 0 else "both ways")
+        sure = (f" How sure: here its predictions were off by {min(errors, key=abs):+.0f} % to "
+                f"{max(errors, key=abs):+.0f} % ({sign}), so read a bound that wins by less than that as a tie; its "
+                f"GPU-side inputs (the blog's own time, DeepBench's all-reduce) were not measured by this project.")
     if v is None or not v["tests"]:
         return ("This model has not been tested on this host (no terms or no core-matched multi-replica "
                 "runs): read what follows as arithmetic on the blog's inputs, not a validated prediction.")
@@ -483,10 +491,10 @@ def blog_validation(v: Optional[dict]) -> str:
         return (f"The same model, in its CPU form, first predicted this host's {v['held']} multi-replica run(s) "
                 f"within their intervals + 15 % (the section above). The GPU form below changes one thing the "
                 f"hardware dictates: input runs on the host CPU while the GPUs compute, so the two overlap (max) "
-                f"instead of adding; contention between GPUs, which have memory of their own, is left out.")
+                f"instead of adding; contention between GPUs, which have memory of their own, is left out." + sure)
     return (f"Caution: in its CPU form this model missed {len(v['missed'])} of {v['predicted']} multi-replica "
             f"run(s) on this host ({', '.join(v['missed']) or 'none predicted'}); it failed here, so the "
-            f"verdict below is a bound argument from the blog's inputs, not a validated prediction.")
+            f"verdict below is a bound argument from the blog's inputs, not a validated prediction." + sure)
 
 
 def dispatch_rows(rows: list[dict]) -> list[list]:

@@ -144,7 +144,7 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
 
 def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: list[dict],
              figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str], here: dict,
-             model: list[str], verdict: dict | None) -> str:
+             model: list[str], verdict: dict | None, predicted: list[dict]) -> str:
     base, r0 = params.report.baseline, results[0]
     scaling = ("the global batch grows with replicas, as in the blog, so runs differ in steps per epoch"
                if r0.scaling == "weak" else
@@ -228,7 +228,7 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
     sm = params.report.scaling_model
     blog = M.blog_model(params.report.blog_seconds, sm)
     inputs, said = blog_model_text(blog, sm, params.report.blog_seconds)
-    b += ["## The blog explained: a model of its 4-GPU run", blog_validation(verdict),
+    b += ["## The blog explained: a model of its 4-GPU run", blog_validation(verdict, predicted),
           "Epoch time on N GPUs ~ max(input time, compute / N + steps x all-reduce time), weak scaling as the "
           "blog. Inputs (report.scaling_model in params.yaml):", render.bullets(inputs),
           render.table(["interconnect", "input", "compute + all-reduce s", "input s", "predicted 4-GPU s (max)",
@@ -291,7 +291,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     rows = predict.predictions(results, terms)
     verdict = predict.verdict(rows) if terms and not terms.get("skipped") else None
     md = markdown(results, metrics, audit, ceiling, figs, params, warnings, current_host(),
-                  model_section(results, terms, rows, verdict), verdict)
+                  model_section(results, terms, rows, verdict), verdict, rows)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
