@@ -128,11 +128,16 @@ def predictions(results: list[Result], terms: Optional[dict]) -> list[dict]:
     return sorted(rows, key=lambda row: row["role"] != "test")
 
 
+def predicted_tests(rows: list[dict]) -> list[dict]:
+    """The rows that test the model (multi-replica runs) and got a prediction."""
+    return [r for r in rows if r["role"] == "test" and r.get("predicted_seconds") is not None]
+
+
 def verdict(rows: list[dict], holds: str = "holds") -> dict:
     """How the model did on the tests: held / missed / could not predict.  holds="holds_with_dispatch":
     the same with the dispatch term where it was measured (the four terms' verdict elsewhere)."""
     tests = [r for r in rows if r["role"] == "test"]
-    done = [r for r in tests if r.get("predicted_seconds") is not None]
+    done = predicted_tests(rows)
     ok = {r["variant"]: r.get(holds, r["holds"]) for r in done}
     return {"tests": len(tests), "predicted": len(done), "held": sum(ok.values()),
             "missed": [v for v, h in ok.items() if not h],

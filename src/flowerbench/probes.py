@@ -54,11 +54,12 @@ def _strategy(params: Params, replicas: int):
     launcher's MultiWorkerMirroredStrategy and options), else N replicas planned as `train` plans them."""
     import tensorflow as tf
 
-    from .budget import CoreBudget, plan
+    from .budget import plan
     from .devices import apply_threads, make_strategy, plan_devices
+    from .host import affinity
 
-    if os.environ.get("TF_CONFIG"):
-        apply_threads(CoreBudget("core_matched", 1, 1, [], 1, params.train.cores_per_replica, 1))
+    if os.environ.get("TF_CONFIG"):   # one replica on this worker's cores (pinned by the CLI)
+        apply_threads(plan(1, None, params.train, affinity(), 0))
         strategy = tf.distribute.MultiWorkerMirroredStrategy(
             communication_options=tf.distribute.experimental.CommunicationOptions(
                 implementation=tf.distribute.experimental.CommunicationImplementation.AUTO))
@@ -68,6 +69,25 @@ def _strategy(params: Params, replicas: int):
     if strategy.num_replicas_in_sync != replicas:
         raise RuntimeError(f"probe: {strategy.num_replicas_in_sync} replicas in sync, expected {replicas}")
     return strategy
+
+
+def _model_and_batch(params: Params, strategy, batch: int):
+    """The run's model and optimizer under `strategy` (optimizer built in its scope), seeded as a run
+    is, and one in-memory global batch of `batch` random images -> (model, optimizer, x, y)."""
+    import tensorflow as tf
+
+    from .loops import build_optimizer_in_scope
+    from .model import build_model, make_optimizer
+
+    tf.keras.utils.set_random_seed(params.seed)
+    with strategy.scope():
+        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
+        optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
+    build_optimizer_in_scope(strategy, model, optimizer)
+    g = tf.random.Generator.from_seed(params.seed)
+    x = g.uniform((batch, params.data.image_size, params.data.image_size, 3), 0, 255)
+    y = g.uniform((batch,), 0, 5, dtype=tf.int32)
+    return model, optimizer, x, y
 
 
 def _allreduce_timer(strategy, variables, replicas: int):
@@ -140,18 +160,11 @@ def replica(params: Params, batch: int, count: int, input_epochs_: int) -> dict:
     (with the input pipeline alone before it), then side by side with the others on `go`."""
     import tensorflow as tf
 
-    from .loops import build_optimizer_in_scope, make_train_step
-    from .model import build_model, make_optimizer
+    from .loops import make_train_step
 
-    tf.keras.utils.set_random_seed(params.seed)
     strategy = tf.distribute.get_strategy()
-    model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
-    optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
-    build_optimizer_in_scope(strategy, model, optimizer)
+    model, optimizer, x, y = _model_and_batch(params, strategy, batch)
     fn = tf.function(make_train_step(strategy, model, optimizer, batch))
-    g = tf.random.Generator.from_seed(params.seed)
-    x = g.uniform((batch, params.data.image_size, params.data.image_size, 3), 0, 255)
-    y = g.uniform((batch,), 0, 5, dtype=tf.int32)
 
     def once():
         fn(x, y)[0].numpy()
@@ -174,21 +187,13 @@ def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
     reductions) on in-memory tensors.  One strategy for both: two in a process clash."""
     import tensorflow as tf
 
-    from .loops import build_optimizer_in_scope, make_epoch_fn, make_train_step
-    from .model import build_model, make_optimizer
+    from .loops import make_epoch_fn, make_train_step
 
     strategy = _strategy(params, replicas)
-    tf.keras.utils.set_random_seed(params.seed)
-    with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
-        optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
-    build_optimizer_in_scope(strategy, model, optimizer)
-    reduce_once = _allreduce_timer(strategy, model.trainable_variables, replicas)
     global_batch = batch * replicas
+    model, optimizer, x, y = _model_and_batch(params, strategy, global_batch)
+    reduce_once = _allreduce_timer(strategy, model.trainable_variables, replicas)
     epoch = make_epoch_fn(strategy, make_train_step(strategy, model, optimizer, global_batch), "step")
-    g = tf.random.Generator.from_seed(params.seed)
-    x = g.uniform((global_batch, params.data.image_size, params.data.image_size, 3), 0, 255)
-    y = g.uniform((global_batch,), 0, 5, dtype=tf.int32)
     one = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors((x, y)))))
     epoch([one, one])                        # trace and warm up
     _wait_for("go")
@@ -200,7 +205,7 @@ def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
 
 def main(params: Params, kind: str, replicas: int, count: int, batch: int, input_epochs_: int) -> int:
     """The probe's process (pinned by the CLI before TensorFlow started): one JSON line out."""
-    from .budget import CoreBudget
+    from .budget import plan
     from .devices import apply_threads, import_tensorflow
     from .host import affinity
 
@@ -210,8 +215,8 @@ def main(params: Params, kind: str, replicas: int, count: int, batch: int, input
         out = allreduce(params, replicas, count)
     elif kind == "mirrored":  # as well
         out = mirrored(params, replicas, batch, count)
-    else:                     # one replica's share: intra-op = its cores, inter-op 1
-        apply_threads(CoreBudget("core_matched", len(cores), len(cores), cores, len(cores), len(cores), 1))
+    else:                     # one replica on its cores, threads as `train` gives it (budget.plan)
+        apply_threads(plan(1, None, params.train, cores, 0))
         out = replica(params, batch, count, input_epochs_)
     out.update(kind=kind, cores=cores, median_seconds=statistics.median(out["seconds"]))
     print(json.dumps(out), flush=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Optional
 
 from . import metrics as M
+from .predict import predicted_tests
 from .host import label as host_label
 from .results import Result
 
@@ -456,7 +457,7 @@ def terms_lines(terms: dict) -> list[str]:
 
 
 def model_verdict(v: dict, rows: list[dict]) -> str:
-    tested = [r for r in rows if r["role"] == "test" and r.get("predicted_seconds") is not None]
+    tested = predicted_tests(rows)
     errs = ", ".join(f"{r['variant']} {r['error_pct']:+.1f}%" for r in tested)
     if not v["tests"]:
         return "No core-matched multi-replica run is in these results, so the model was not tested."
@@ -477,7 +478,7 @@ def model_verdict(v: dict, rows: list[dict]) -> str:
 def blog_validation(v: Optional[dict], rows: list[dict] = ()) -> str:
     """The line that puts the blog's model on trial: how well the same model did on this host, and
     so how far its verdict on the blog can be trusted."""
-    errors = [r["error_pct"] for r in rows if r["role"] == "test" and r.get("predicted_seconds") is not None]
+    errors = [r["error_pct"] for r in predicted_tests(rows)]
     sure = ""
     if errors:
         sign = ("always too fast" if max(errors) < 0 else "always too slow" if min(errors) > 0 else "both ways")

@@ -38,7 +38,7 @@ from typing import Optional
 
 from . import budget, host, paths, provenance
 from .config import AUTO_MAX_REPLICAS, Params, resolved_dict
-from .deadline import Deadline, guarded, kill_groups
+from .deadline import Deadline, guarded
 from .io import write_json
 from .log import get_logger
 from .predict import TERMS_SCHEMA
@@ -75,12 +75,11 @@ def _name(p: subprocess.Popen) -> str:
     return f"probe {p.args[4]} on cores {p.args[p.args.index('--cores') + 1]}"
 
 
-def _until_ready(p: subprocess.Popen, said: list[str], procs: list[subprocess.Popen]) -> None:
+def _until_ready(p: subprocess.Popen, said: list[str]) -> None:
     for line in p.stderr:
         if line.strip() == "ready":
             return
         said.append(line.rstrip())
-    kill_groups(procs)
     raise ProbeError(f"{_name(p)} exited before it was ready (rc {p.wait()}): {(said or ['no output'])[-1]}")
 
 
@@ -95,17 +94,16 @@ def run_together(procs: list[subprocess.Popen], deadline: Deadline, solo_first: 
     said: list[list[str]] = [[] for _ in procs]
     with guarded(procs, deadline):
         for p, lines in zip(procs, said):
-            _until_ready(p, lines, procs)
+            _until_ready(p, lines)
         if solo_first:
             _tell(procs[0], "solo")
-            _until_ready(procs[0], said[0], procs)
+            _until_ready(procs[0], said[0])
         for p in procs:
             _tell(p, "go")
         outs = []
         for p, lines in zip(procs, said):
             out, err = p.communicate()
-            if p.returncode != 0 or not out.strip():
-                kill_groups(procs)
+            if p.returncode != 0 or not out.strip():   # (guarded kills the others as this raises)
                 last = (lines + err.strip().splitlines() or ["no output"])[-1]
                 raise ProbeError(f"{_name(p)} failed (rc {p.returncode}): {last}")
             outs.append(json.loads(out.strip().splitlines()[-1]))
@@ -121,6 +119,8 @@ def _median_iv(what: str, values: list[float]) -> dict:
 
 def measure(params: Params, params_path: str, usable_ids: list[int], replicas: list[int],
             deadline: Deadline) -> dict:
+    from .multiworker import free_ports, worker_env
+
     c = params.train.cores_per_replica
     b = params.train.batch_size_per_replica
     out: dict = {"contention": {}, "allreduce": {}, "allreduce_workers": {}, "dispatch": {}}
@@ -165,8 +165,6 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
         log(f"{n} replicas in one process: {step_n * 1000:.0f} ms per step, {(step_n - parts) * 1000:.0f} ms beyond "
             f"contention x step alone + all-reduce")
         # the same across N worker processes (the multi-worker job's all-reduce: gRPC between them)
-        from .multiworker import free_ports, worker_env
-
         addresses = [f"127.0.0.1:{port}" for port in free_ports(n)]
         log(f"all-reduce across {n} worker processes on {slices}")
         workers = run_together([_probe("allreduce", s, params_path, replicas=n, count=ALLREDUCE_COUNT, batch=b,
