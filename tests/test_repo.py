@@ -145,15 +145,20 @@ def test_kubernetes_recipe_is_an_indexed_job():
 
 
 def test_reproduce_blog_stops_before_any_work_without_four_gpus(tmp_path):
-    """This host has no GPU: the preflight of `make reproduce-blog` refuses, naming the numbers."""
-    from tests.conftest import run_cli
+    """This host has no GPU: the preflight of `make reproduce-blog` refuses, naming the numbers.
+    With no GPU device node it knows that without starting TensorFlow."""
+    from flowerbench.devices import no_gpu_device
+    from tests.conftest import assert_tensorflow_not_loaded, run_cli
 
     proc = run_cli("preflight", "--params", str(REPO / "params-blog.yaml"), cwd=tmp_path, timeout=120)
     assert proc.returncode == 1
     assert "train.device=gpu but this host has no GPU; the blog's run needs 4 GPUs" in proc.stderr
     assert list(tmp_path.iterdir()) == []  # nothing was written
     ok = run_cli("preflight", "--params", str(REPO / "params.yaml"), cwd=tmp_path, timeout=120)
-    assert ok.returncode == 0 and "the variants need up to 4 replica(s)" in ok.stderr
+    assert ok.returncode == 0 and "0 GPU(s) visible; the variants need up to 4 replica(s)" in ok.stderr
+    if no_gpu_device():
+        assert_tensorflow_not_loaded(proc)
+        assert_tensorflow_not_loaded(ok)
 
 
 def _pins(path) -> dict[str, str]:

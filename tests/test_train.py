@@ -26,12 +26,21 @@ def _train(workdir, variant: str, env: dict | None = None, **overrides) -> tuple
 
 
 @pytest.mark.parametrize("variant,loop,replicas", [("single_fit", "fit", 1), ("mirrored_fit", "fit", 2),
-                                                   ("single_custom", "custom", 1), ("mirrored_custom", "custom", 2)])
+                                                   ("mirrored_custom", "custom", 2)])
 def test_blog_variants_record_what_produced_them(workdir, variant, loop, replicas):
-    # Run as a user would, without TF_CPP_MIN_LOG_LEVEL: TensorFlow's C++ start-up lines (pre-absl
-    # INFO lines, cuInit at ERROR level without a GPU driver) are filtered out, and the stage says
-    # once, in its own format, what it found.  Every stderr line is a flowerbench line.
-    r, stderr = _train(workdir, variant, env=cli_env(drop=("TF_CPP_MIN_LOG_LEVEL",)), **{"train.epochs": 2})
+    """(single_custom: in test_same_seed_same_training, which runs it twice.)"""
+    r, stderr = _train(workdir, variant, env=AS_A_USER, **{"train.epochs": 2})
+    assert_blog_variant(r, stderr, variant, loop, replicas)
+
+
+# Run as a user would, without TF_CPP_MIN_LOG_LEVEL: TensorFlow's C++ start-up lines (pre-absl INFO
+# lines, cuInit at ERROR level without a GPU driver) are filtered out, and the stage says once, in
+# its own format, what it found.  Every stderr line is a flowerbench line.
+AS_A_USER = cli_env(drop=("TF_CPP_MIN_LOG_LEVEL",))
+
+
+def assert_blog_variant(r: dict, stderr: str, variant: str, loop: str, replicas: int) -> None:
+    """What a 2-epoch run of one of the blog's four variants records, and how it speaks."""
     lines = [l for l in stderr.splitlines() if l.strip()]
     assert [l for l in lines if not l.startswith("[")] == []
     found = [l for l in lines if l.startswith("[tensorflow] TensorFlow ")]
@@ -85,7 +94,7 @@ def test_one_replica_with_the_mirrored_runs_cores_uses_them_as_threads(workdir):
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
         pytest.skip("one core: no N x c cores to give one replica")
-    p = tiny_params()
+    p = tiny_params(**{"train.step_timing": True, "train.epochs": 2})  # (and step timing: they do not interact)
     p["variants"]["single_fit_threads"] = {"loop": "fit", "replicas": 1, "cores": "auto"}
     write_params(workdir / "params.yaml", p)
     r, _ = _train(workdir, "single_fit_threads")
@@ -93,11 +102,14 @@ def test_one_replica_with_the_mirrored_runs_cores_uses_them_as_threads(workdir):
     assert r["replicas"] == 1 and r["budget_kind"] == "threads" and r["budget_cores"] == n
     assert cpu_list(r["readback"]["cpus_allowed_list"]) == cores[:n]
     assert (r["readback"]["intra_op_threads"], r["readback"]["inter_op_threads"]) == (n, 1)
+    assert_step_timing(r)
 
 
 def test_same_seed_same_training(workdir):
-    """Op determinism on: two runs of the same variant give the same losses."""
-    a, _ = _train(workdir, "single_custom", **{"train.deterministic": True, "train.epochs": 2})
+    """The blog's single_custom, twice with op determinism on: the first run records what produced
+    it (as the other blog variants), and the two give the same losses."""
+    a, stderr = _train(workdir, "single_custom", env=AS_A_USER, **{"train.deterministic": True, "train.epochs": 2})
+    assert_blog_variant(a, stderr, "single_custom", "custom", 1)
     b, _ = _train(workdir, "single_custom")
     assert a["epoch_loss"] == b["epoch_loss"] and a["final_accuracy"] == b["final_accuracy"]
 
@@ -119,15 +131,20 @@ def test_repeats_strong_scaling_and_mixed_precision_in_the_custom_loop(workdir):
     assert all(0.0 < loss < 20.0 for loss in r["epoch_loss"]), r["epoch_loss"]
 
 
-@pytest.mark.parametrize("knobs", [{"data.pipeline": "tensors", "train.thread_policy": "tf_default"},
-                                   {"train.mixed_precision": True},
-                                   {"train.jit_compile": True, "train.steps_per_execution": 3}])
-def test_knobs_run_on_cpu_at_tiny_size(workdir, knobs):
+MIRRORED_FIT_KNOBS = {"data.pipeline": "tensors", "train.thread_policy": "tf_default", "train.mixed_precision": True}
+
+
+def test_knobs_run_on_cpu_at_tiny_size(workdir):
     # XLA and steps_per_execution run on one replica; on emulated replicas they are refused (below).
-    # (train.custom_graph: both values run in test_step_timing_and_harness_ratio.)  Knobs that do not
-    # interact share a run.
-    variant = "single_fit" if "train.jit_compile" in knobs else "mirrored_fit"
-    r, _ = _train(workdir, variant, **knobs)
+    # Knobs that do not interact share a run: the in-memory pipeline, TensorFlow's own thread pools
+    # and mixed precision share mirrored_fit's step-timing run (test_step_timing_and_harness_ratio),
+    # where train.custom_graph's two values run too.
+    knobs = {"train.jit_compile": True, "train.steps_per_execution": 3}
+    r, _ = _train(workdir, "single_fit", **knobs)
+    assert_knobs(r, knobs)
+
+
+def assert_knobs(r: dict, knobs: dict) -> None:
     for key, value in knobs.items():
         section, leaf = key.split(".")
         assert r["params"][section][leaf] == value, key
@@ -138,6 +155,8 @@ def test_knobs_run_on_cpu_at_tiny_size(workdir, knobs):
         assert r["intra_op_threads"] == 0 and r["inter_op_threads"] == 0
     if "train.jit_compile" in knobs:
         assert (r["jit_compile"], r["steps_per_execution"]) == (True, 3)
+    if "train.mixed_precision" in knobs:
+        assert r["dtype_policy"] == "mixed_float16"
 
 
 @pytest.mark.parametrize("knob,variant,needle", [
@@ -162,18 +181,26 @@ def test_resnet50_trains_end_to_end(workdir):
     assert r["model"] == "resnet50" and r["parameter_count"] > 23_000_000
 
 
-@pytest.mark.parametrize("variant,graph", [("single_fit", "epoch"), ("mirrored_fit", "epoch"),
-                                           ("mirrored_custom", "step"), ("mirrored_custom", "epoch")])
-def test_step_timing_and_harness_ratio(workdir, variant, graph):
-    """Every timed step is timed once; the epochs hold all 30 images though one iterator serves them all."""
-    r, _ = _train(workdir, variant, **{"train.step_timing": True, "train.custom_graph": graph, "train.epochs": 2})
-    steps = r["steps_per_epoch"]
-    assert r["epoch_images"] == [30, 30] and r["step_timing"] is True and r["timed_seconds"] > 0
+@pytest.mark.parametrize("variant,graph,knobs", [("mirrored_fit", "epoch", MIRRORED_FIT_KNOBS),
+                                                 ("mirrored_custom", "step", {}), ("mirrored_custom", "epoch", {})])
+def test_step_timing_and_harness_ratio(workdir, variant, graph, knobs):
+    """Every timed step is timed once; the epochs hold all 30 images though one iterator serves them
+    all.  (The fit loop on one replica: test_one_replica_with_the_mirrored_runs_cores_uses_them_as_threads.)"""
+    r, _ = _train(workdir, variant, **{"train.step_timing": True, "train.custom_graph": graph, "train.epochs": 2,
+                                       **knobs})
     assert r["custom_graph"] == r["params"]["train"]["custom_graph"] == graph
+    assert_knobs(r, knobs)
     if variant == "mirrored_custom" and graph == "epoch":  # the blog's loop has no host-side steps
+        assert r["epoch_images"] == [30, 30] and r["step_timing"] is True and r["timed_seconds"] > 0
         assert r["step_seconds"] is None and r["harness_ratio"] is None
         assert "one tf.function" in r["harness_note"]
         return
+    assert_step_timing(r)
+
+
+def assert_step_timing(r: dict) -> None:
+    steps = r["steps_per_epoch"]
+    assert r["epoch_images"] == [30, 30] and r["step_timing"] is True and r["timed_seconds"] > 0
     assert len(r["step_seconds"]) == 2 * steps and all(s > 0 for s in r["step_seconds"])
     assert r["step_seconds_sum"] == pytest.approx(sum(r["step_seconds"]))
     assert r["step_seconds_sum"] <= r["timed_seconds"]  # the steps lie inside the timed epochs

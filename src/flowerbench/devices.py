@@ -109,6 +109,35 @@ def _gpu_memory_mb() -> Optional[int]:
         return None
 
 
+# A process reaches a GPU only through one of these device nodes: NVIDIA's driver (/dev/nvidiactl,
+# /dev/nvidia0, ...; containers get them mapped in), ROCm's (/dev/kfd) or WSL 2's (/dev/dxg).
+GPU_DEVICE_NODES = ("/dev/nvidia*", "/dev/kfd", "/dev/dxg")
+
+
+def no_gpu_device() -> bool:
+    """True when this host has no GPU device node at all, so TensorFlow cannot see a GPU: known
+    without starting it (~6 s).  False means a GPU may be there: ask TensorFlow."""
+    import glob
+
+    return not any(glob.glob(pattern) for pattern in GPU_DEVICE_NODES)
+
+
+def refuse_without_gpus(replicas: int, train: TrainParams, why: str) -> None:
+    """On a host without GPUs: refuse `train.device=gpu`, and more than one replica unless emulated."""
+    if train.device == "gpu":
+        raise DeviceError(f"train.device=gpu but {why} ({replicas} replica(s) requested); "
+                          f"install tensorflow[and-cuda] or use device=auto|cpu")
+    if replicas > 1 and not train.emulate:
+        raise DeviceError(f"{replicas} replicas requested but this host has 0 GPUs ({why}); "
+                          f"set train.emulate=true to run them as logical CPU devices")
+
+
+def refuse_before_tensorflow(replicas: int, train: TrainParams) -> None:
+    """plan_devices' refusals, made before TensorFlow starts where the host has no GPU device."""
+    if train.device != "cpu" and no_gpu_device():
+        refuse_without_gpus(replicas, train, "this host has no GPU device (/dev/nvidia*, /dev/kfd, /dev/dxg)")
+
+
 def apply_threads(budget: CoreBudget) -> None:
     """Set TensorFlow's thread pools to the budget's (before any op); 0 leaves TensorFlow's default."""
     import tensorflow as tf
@@ -147,12 +176,7 @@ def plan_devices(replicas: int, train: TrainParams, budget: CoreBudget) -> Devic
                           notes=[f"{replicas} logical GPUs of {per} MB on one {model}: they share one chip"],
                           **base)
 
-    if train.device == "gpu":
-        raise DeviceError(f"train.device=gpu but TensorFlow sees no GPU on this host "
-                          f"({replicas} replica(s) requested); install tensorflow[and-cuda] or use device=auto|cpu")
-    if replicas > 1 and not train.emulate:
-        raise DeviceError(f"{replicas} replicas requested but this host has 0 GPUs; "
-                          f"set train.emulate=true to run them as logical CPU devices")
+    refuse_without_gpus(replicas, train, "TensorFlow sees no GPU on this host")
     apply_threads(budget)
     if replicas == 1:
         return DevicePlan(device_kind="cpu", devices=["/cpu:0"], gpu_model=None, emulated=False, **base)
@@ -194,10 +218,12 @@ def cross_device_ops_name(strategy) -> str:
 
 
 def preflight(params) -> int:
-    """Stop before any work if the host cannot run every variant (used by `make reproduce-blog`)."""
-    tf = import_tensorflow()
-
-    gpus = [] if params.train.device == "cpu" else tf.config.list_physical_devices("GPU")
+    """Stop before any work if the host cannot run every variant (used by `make reproduce-blog`).
+    TensorFlow is asked only where a GPU may be (no_gpu_device)."""
+    if params.train.device == "cpu" or no_gpu_device():
+        gpus = []
+    else:
+        gpus = import_tensorflow().config.list_physical_devices("GPU")
     from .config import AUTO_MAX_REPLICAS
 
     # `auto` on a GPU host means one replica per GPU, up to the blog's 4: ask for 4.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import budget, host, paths
+from . import budget, devices, host, paths
 from .config import Params, ParamsError
 from .io import write_json
 from .results import Result
@@ -30,16 +30,16 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) ->
     usable = host.usable_core_ids(machine)
     gpus = machine["gpu_count"]
     variant = budget.resolve(variant, params.train, len(usable), gpus, sweep=params.is_sweep(variant.name))
+    devices.refuse_before_tensorflow(variant.replicas, params.train)
     out_path = paths.result_path(variant.name, results_dir)
     clear_output(out_path)
     batches, images = prepare(params, variant)
     cores = budget.plan(variant.replicas, variant.cores, params.train, usable, gpus)
     budget.pin(cores)                  # before TensorFlow is imported: its pools size from the mask
 
-    from .devices import import_tensorflow, make_strategy, plan_devices
-    import_tensorflow()
-    plan = plan_devices(variant.replicas, params.train, cores)
-    strategy = make_strategy(plan)
+    devices.import_tensorflow()
+    plan = devices.plan_devices(variant.replicas, params.train, cores)
+    strategy = devices.make_strategy(plan)
     log(variant.name, f"core budget {cores.kind}: {cores.budget_cores} of {cores.usable_cores} usable core(s) "
         f"{cores.affinity or '(not pinned)'}, threads intra {cores.intra_op_threads or 'default'} / inter "
         f"{cores.inter_op_threads or 'default'}")

@@ -136,18 +136,48 @@ def test_fewer_images_than_one_global_batch(workdir: Path):
     assert_tensorflow_not_loaded(proc)
 
 
+NO_GPU_DEVICE = "this host has no GPU device (/dev/nvidia*, /dev/kfd, /dev/dxg)"
+
+
+def _gpu_device_here() -> bool:
+    from flowerbench.devices import no_gpu_device
+
+    return not no_gpu_device()
+
+
+@pytest.mark.skipif(_gpu_device_here(), reason="a GPU device node here: TensorFlow decides")
 def test_more_replicas_than_host_allows(workdir: Path):
-    """0 GPUs here: 2 replicas without emulation is refused, naming the numbers."""
+    """No GPU device here: 2 replicas without emulation is refused, naming the numbers, before
+    TensorFlow starts (it cannot see a GPU without a device node)."""
     write_params(workdir / "params.yaml", tiny_params(**{"train.emulate": False}))
     proc = run_cli("train", "--variant", "mirrored_fit", cwd=workdir, timeout=120)
-    assert_clean_failure(proc, 1, "2 replicas requested but this host has 0 GPUs")
+    assert_clean_failure(proc, 1, f"2 replicas requested but this host has 0 GPUs ({NO_GPU_DEVICE})")
+    assert_tensorflow_not_loaded(proc)
     assert not (workdir / "results" / "mirrored_fit.json").exists()
 
 
+@pytest.mark.skipif(_gpu_device_here(), reason="a GPU device node here: TensorFlow decides")
 def test_gpu_required_but_absent(workdir: Path):
     write_params(workdir / "params.yaml", tiny_params(**{"train.device": "gpu"}))
     proc = run_cli("train", "--variant", "single_fit", cwd=workdir, timeout=120)
-    assert_clean_failure(proc, 1, "train.device=gpu but TensorFlow sees no GPU")
+    assert_clean_failure(proc, 1, f"train.device=gpu but {NO_GPU_DEVICE} (1 replica(s) requested)")
+    assert_tensorflow_not_loaded(proc)
+
+
+def test_tensorflow_without_a_gpu_refuses_the_same(tmp_path):
+    """Where a device node exists, TensorFlow's device list decides (plan_devices), with the same
+    refusals; here TensorFlow sees no GPU, and nothing is configured before the refusal."""
+    from flowerbench import budget
+    from flowerbench.config import validate
+    from flowerbench.devices import DeviceError, plan_devices
+
+    train = validate(tiny_params(**{"train.emulate": False})).train
+    one = budget.plan(1, 1, train, [0], 0)
+    with pytest.raises(DeviceError, match=r"^2 replicas requested but this host has 0 GPUs \(TensorFlow sees no GPU"):
+        plan_devices(2, train, one)
+    gpu = validate(tiny_params(**{"train.device": "gpu"})).train
+    with pytest.raises(DeviceError, match=r"^train.device=gpu but TensorFlow sees no GPU on this host \(1 replica"):
+        plan_devices(1, gpu, one)
 
 
 def test_a_sweep_point_that_does_not_fit_the_cores_is_refused(workdir: Path):

@@ -33,21 +33,23 @@ def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 120) -> list
     return read_until(proc, proc.stderr, marker, timeout)
 
 
-@pytest.mark.parametrize("sig,rc,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
-def test_signal_mid_epoch_leaves_no_result_and_rerun_completes(workdir, sig, rc, word):
+def test_signal_mid_epoch_leaves_no_result_and_rerun_completes(workdir):
+    """Ctrl-C, then a SIGTERM on the next run: each stops the stage with its own exit code and word,
+    leaving no result and no temp file; then a rerun completes."""
     write_params(workdir / "params.yaml", tiny_params(**LONG))
-    proc = _start(["train", "--variant", "single_custom"], workdir)
-    _wait_for(proc, "timed epoch 2/400")
-    proc.send_signal(sig)
-    try:
-        rest = proc.communicate(timeout=60)[1]
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == rc, rest[-2000:]
-    assert f"flowerbench train: {word}" in rest
-    assert not (workdir / "results" / "single_custom.json").exists()
-    assert not [p for p in (workdir / "results").iterdir()]  # no temp file either
+    for sig, rc, word in ((signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")):
+        proc = _start(["train", "--variant", "single_custom"], workdir)
+        _wait_for(proc, "timed epoch 2/400")
+        proc.send_signal(sig)
+        try:
+            rest = proc.communicate(timeout=60)[1]
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        assert proc.returncode == rc, (word, rest[-2000:])
+        assert f"flowerbench train: {word}" in rest
+        assert not (workdir / "results" / "single_custom.json").exists()
+        assert not [p for p in (workdir / "results").iterdir()]  # no temp file either
     write_params(workdir / "params.yaml", tiny_params())
     again = run_cli("train", "--variant", "single_custom", cwd=workdir)
     assert again.returncode == 0, again.stderr[-2000:]
