@@ -125,7 +125,7 @@ TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist load
 
 .PHONY: test
-## test: the fast test suite (real TensorFlow and DVC on tiny data, on 2 xdist workers; ~6.5 min on 2 cores)
+## test: the fast test suite (real TensorFlow and DVC on tiny data, on 2 xdist workers; ~5 min on 2 cores)
 test: $(STAMP)
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 

@@ -29,14 +29,15 @@ def _train(workdir, variant: str, env: dict | None = None, **overrides) -> tuple
                                                    ("mirrored_custom", "custom", 2)])
 def test_blog_variants_record_what_produced_them(workdir, variant, loop, replicas):
     """(single_custom: in test_same_seed_same_training, which runs it twice.)"""
-    r, stderr = _train(workdir, variant, env=AS_A_USER, **{"train.epochs": 2})
+    r, stderr = _train(workdir, variant, env=as_a_user(), **{"train.epochs": 2})
     assert_blog_variant(r, stderr, variant, loop, replicas)
 
 
-# Run as a user would, without TF_CPP_MIN_LOG_LEVEL: TensorFlow's C++ start-up lines (pre-absl INFO
-# lines, cuInit at ERROR level without a GPU driver) are filtered out, and the stage says once, in
-# its own format, what it found.  Every stderr line is a flowerbench line.
-AS_A_USER = cli_env(drop=("TF_CPP_MIN_LOG_LEVEL",))
+def as_a_user() -> dict:
+    """The environment a user runs with, without TF_CPP_MIN_LOG_LEVEL: TensorFlow's C++ start-up
+    lines (pre-absl INFO lines, cuInit at ERROR level without a GPU driver) are filtered out, and the
+    stage says once, in its own format, what it found.  Every stderr line is a flowerbench line."""
+    return cli_env(drop=("TF_CPP_MIN_LOG_LEVEL",))
 
 
 def assert_blog_variant(r: dict, stderr: str, variant: str, loop: str, replicas: int) -> None:
@@ -108,7 +109,7 @@ def test_one_replica_with_the_mirrored_runs_cores_uses_them_as_threads(workdir):
 def test_same_seed_same_training(workdir):
     """The blog's single_custom, twice with op determinism on: the first run records what produced
     it (as the other blog variants), and the two give the same losses."""
-    a, stderr = _train(workdir, "single_custom", env=AS_A_USER, **{"train.deterministic": True, "train.epochs": 2})
+    a, stderr = _train(workdir, "single_custom", env=as_a_user(), **{"train.deterministic": True, "train.epochs": 2})
     assert_blog_variant(a, stderr, "single_custom", "custom", 1)
     b, _ = _train(workdir, "single_custom")
     assert a["epoch_loss"] == b["epoch_loss"] and a["final_accuracy"] == b["final_accuracy"]
