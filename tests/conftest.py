@@ -100,8 +100,6 @@ def report_in_process(cwd: Path) -> subprocess.CompletedProcess:
     log lines and error line captured as the subprocess would give them.  It spares each render the
     import of matplotlib, seaborn and pandas (1.3 s of CPU); test_report's same-bytes test checks that
     it writes exactly what the command writes in a process of its own."""
-    import contextlib
-    import io
     import logging
     import signal
 
@@ -109,18 +107,29 @@ def report_in_process(cwd: Path) -> subprocess.CompletedProcess:
     from flowerbench.log import ROOT
 
     logger = logging.getLogger(ROOT)
-    handlers, sigterm, here = logger.handlers[:], signal.getsignal(signal.SIGTERM), os.getcwd()
+    handlers, sigterm = logger.handlers[:], signal.getsignal(signal.SIGTERM)
     logger.handlers = []                     # cli.main's setup() binds a handler to the redirected stderr
-    out, err = io.StringIO(), io.StringIO()
+    try:
+        return run_in_process(CLI, cli.main, ["report"], cwd)
+    finally:
+        logger.handlers = handlers
+        signal.signal(signal.SIGTERM, sigterm)
+
+
+def run_in_process(command: tuple[str, ...], main, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """`main(args)` in this process as `command ARGS` would run in `cwd`: its exit code, stdout and
+    stderr captured; the working directory restored afterwards."""
+    import contextlib
+    import io
+
+    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
     os.chdir(cwd)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            rc = cli.main(["report"])
+            rc = main(args)
     finally:
         os.chdir(here)
-        logger.handlers = handlers
-        signal.signal(signal.SIGTERM, sigterm)
-    return subprocess.CompletedProcess([*CLI, "report"], rc, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess([*command, *args], rc, out.getvalue(), err.getvalue())
 
 
 def start_cli(*args: str, cwd: Path | None = None, env: dict | None = None, **kw) -> subprocess.Popen:
@@ -218,23 +227,14 @@ def dvc(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subp
 def _dvc_in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """`dvc ARGS` by `dvc.cli.main` in this process, in `cwd` and `env` (DVC_TEST as in DVC's own
     tests: its JSON written to the captured stdout, no analytics), both restored afterwards."""
-    import contextlib
-    import io
     import warnings
     from unittest import mock
 
     from dvc.cli import main
 
-    out, err, here = io.StringIO(), io.StringIO(), os.getcwd()
-    with mock.patch.dict(os.environ, {**env, "DVC_TEST": "1"}, clear=True), warnings.catch_warnings(), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with mock.patch.dict(os.environ, {**env, "DVC_TEST": "1"}, clear=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # DVC's own, which its CLI never shows
-        try:
-            os.chdir(cwd)
-            rc = main(args)
-        finally:
-            os.chdir(here)
-    return subprocess.CompletedProcess(["dvc", *args], rc, out.getvalue(), err.getvalue())
+        return run_in_process(("dvc",), main, args, cwd)
 
 
 def git(*args: str, cwd: Path) -> str:
