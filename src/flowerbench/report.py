@@ -70,7 +70,7 @@ def load_terms(path: Path = paths.TERMS) -> dict | None:
     return terms
 
 
-def model_section(results: list[Result], terms: dict | None, rows: list[dict], verdict: dict) -> list[str]:
+def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[str]:
     """The model of an N-replica epoch, predicted beside measured for every core-matched run."""
     b = ["## The model, tested on this host",
          "Each N-replica run's timed epochs predicted from parts measured apart (docs/model.md). On a CPU host "
@@ -291,7 +291,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     rows = predict.predictions(results, terms)
     verdict = predict.verdict(rows) if terms and not terms.get("skipped") else None
     md = markdown(results, metrics, audit, ceiling, figs, params, warnings, current_host(),
-                  model_section(results, terms, rows, verdict), verdict, rows)
+                  model_section(terms, rows, verdict), verdict, rows)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
