@@ -70,7 +70,7 @@ def main() -> int:
         print(json.dumps({"images_per_second": rate(a.child[0], Path(a.child[1]), 224, 64)}))
         return 0
     from flowerbench import provenance, standin
-    from flowerbench.devices import cpu_count, cpu_model
+    from flowerbench.host import cpu_model, usable_cores as cpu_count
 
     per_class = a.images // len(standin.REAL_COUNTS)
     rows = []

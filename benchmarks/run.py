@@ -26,6 +26,7 @@ batch, replicas, epochs).  Writes reports/bench.json and reports/bench.md.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -40,12 +41,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from flowerbench import budget, host, paths, provenance, render, results  # noqa: E402
+from flowerbench import budget, host, paths, provenance, render, results, runtime  # noqa: E402
 from flowerbench.budget import CoreBudget  # noqa: E402
 from flowerbench.config import load_params  # noqa: E402
 from flowerbench.dataset import list_images  # noqa: E402
 from flowerbench.deadline import Deadline, DeadlineExceeded, guarded  # noqa: E402
-from flowerbench.devices import cpu_count, cpu_model  # noqa: E402
+from flowerbench.host import cpu_model, usable_cores as cpu_count  # noqa: E402
 from flowerbench.io import atomic_write, write_json  # noqa: E402
 from flowerbench.lockfile import pending_stages  # noqa: E402
 
@@ -53,10 +54,10 @@ PY = sys.executable
 
 
 def run_measured(cmd: list[str], cwd: Path, env: dict | None = None,
-                 cores: list[int] | None = None) -> tuple[float, int, str]:
-    """(wall seconds, peak RSS of the process in MiB, stdout); `cores`: its affinity mask, set in the
-    child before it starts (before TensorFlow sizes its thread pools from it)."""
-    pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
+                 cores: CoreBudget | None = None) -> tuple[float, int, str]:
+    """(wall seconds, peak RSS of the process in MiB, stdout); `cores`: a budget whose affinity mask is
+    set in the child before it starts (budget.pin: before TensorFlow sizes its thread pools from it)."""
+    pin = functools.partial(budget.pin, cores) if cores and cores.affinity else None
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True, env=env or os.environ.copy(),
@@ -123,11 +124,9 @@ def ours(work: Path, variant: str, params: str = "params.yaml") -> dict:
 
 
 def same_budget(replicas: int) -> CoreBudget:
-    """The core budget our `train` gives `replicas` replicas on this host (budget.py, this checkout's
-    params): the blog's code runs under exactly this mask and these thread pools."""
-    machine = host.describe()
-    return budget.plan(replicas, None, load_params(REPO / "params.yaml").train, host.usable_core_ids(machine),
-                       machine["gpu_count"])
+    """The core budget our `train` gives `replicas` replicas on this host (runtime.core_budget, this
+    checkout's params): the blog's code runs under exactly this mask and these thread pools."""
+    return runtime.core_budget(load_params(REPO / "params.yaml").train, replicas)[1]
 
 
 def auto_replicas() -> int:
@@ -165,10 +164,7 @@ def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epoc
            "--replicas", str(replicas), "--image-size", str(image_size), "--batch-size", str(batch),
            "--epochs", str(epochs)]
     b = same_budget(replicas)
-    env = os.environ.copy()
-    if b.intra_op_threads:
-        env.update(TF_NUM_INTRAOP_THREADS=str(b.intra_op_threads), TF_NUM_INTEROP_THREADS=str(b.inter_op_threads))
-    wall, rss, out = run_measured(cmd, work, env=env, cores=b.affinity or None)
+    wall, rss, out = run_measured(cmd, work, env={**os.environ, **budget.thread_env(b)}, cores=b)
     line = json.loads(out.strip().splitlines()[-1])
     # The blog's time.time() window is the whole timed call: that is its call_seconds too.
     n_images = sum(1 for f in (work / paths.FLOWERS).rglob("*") if f.is_file())

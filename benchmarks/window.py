@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import REPO, make_workdir, ours  # noqa: E402
 
 from flowerbench import provenance  # noqa: E402
-from flowerbench.devices import cpu_count, cpu_model  # noqa: E402
+from flowerbench.host import cpu_model, usable_cores as cpu_count  # noqa: E402
 from flowerbench.io import write_json  # noqa: E402
 
 TARGET = 1.05

@@ -1,10 +1,9 @@
 """Which flowerbench modules each DVC stage's command runs: the code-derived deps of dvc.yaml.
 
-`cli.py` imports every stage lazily inside its subcommand handler, so a naive import closure of
-cli.py would make every stage depend on everything.  Here the closure starts from the package's
-entry (`__main__`, `__init__`, cli.py's module-level imports) plus the one handler the stage's
-subcommand dispatches to, then follows every flowerbench import (module level or inside a
-function) of the modules reached.
+A stage runs `python -m flowerbench.commands.<name>`: the closure starts from the package's
+`__init__.py`, `commands/__init__.py` and that command's module, then follows every flowerbench
+import (module level or inside a function) of the modules reached.  Paths are relative to the
+package dir (`commands/train.py`, `training.py`).
 """
 
 from __future__ import annotations
@@ -15,52 +14,45 @@ from pathlib import Path
 PKG = "flowerbench"
 
 
-def _imported_modules(nodes, package_dir: Path) -> set[str]:
-    out = set()
-    for node in nodes:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.ImportFrom):
-                if sub.level == 1 and sub.module is None:      # from . import train
-                    out |= {a.name for a in sub.names}
-                elif sub.level == 1:                            # from .config import X
-                    out.add(sub.module.split(".")[0])
-                elif sub.module and sub.module.split(".")[0] == PKG:
-                    parts = sub.module.split(".")
-                    out |= {parts[1]} if len(parts) > 1 else {a.name for a in sub.names}
-            elif isinstance(sub, ast.Import):
-                out |= {a.name.split(".")[1] for a in sub.names if a.name.startswith(PKG + ".")}
-    return {m for m in out if (package_dir / f"{m}.py").exists()}
+def _module_file(package_dir: Path, dotted: str) -> str | None:
+    """'train' -> 'train.py', 'commands.train' -> 'commands/train.py', a package -> its __init__.py."""
+    base = package_dir.joinpath(*dotted.split("."))
+    for cand in (base.with_suffix(".py"), base / "__init__.py"):
+        if cand.exists():
+            return str(cand.relative_to(package_dir))
+    return None
 
 
-def _tree(package_dir: Path, module: str) -> ast.Module:
-    return ast.parse((package_dir / f"{module}.py").read_text())
-
-
-def handlers(package_dir: Path) -> dict[str, str]:
-    """subcommand -> the name of its handler function in cli.py (from `add("name", ..., _cmd_x)`)."""
-    out = {}
-    for node in ast.walk(_tree(package_dir, "cli")):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "add" and len(node.args) == 3:
-            name, _, func = node.args
-            out[name.value] = func.id
+def _imported(tree: ast.Module, package_dir: Path, here: str) -> set[str]:
+    """The package's module files `tree` (the module at `here`, a path under the package) imports."""
+    pkg_parts = here.split("/")[:-1]          # the module's own package inside flowerbench
+    out: set[str] = set()
+    for sub in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(sub, ast.ImportFrom):
+            if sub.level:
+                base = pkg_parts[:len(pkg_parts) - (sub.level - 1)] if sub.level > 1 else pkg_parts
+                prefix = ".".join(base + ([sub.module] if sub.module else []))
+            elif sub.module and sub.module.split(".")[0] == PKG:
+                prefix = sub.module.partition(".")[2]
+            else:
+                continue
+            for a in sub.names:   # `from . import x` names modules; `from .x import y` names module x
+                names += [f"{prefix}.{a.name}".lstrip("."), prefix]
+        elif isinstance(sub, ast.Import):
+            names = [a.name.partition(".")[2] for a in sub.names if a.name.startswith(PKG + ".")]
+        for n in names:
+            if n and (f := _module_file(package_dir, n)):
+                out.add(f)
     return out
 
 
-def closure(package_dir: Path, subcommands: list[str]) -> set[str]:
-    """Module files (relative to the package dir) that `python -m flowerbench <subcommand>` runs."""
-    cli = _tree(package_dir, "cli")
-    by_handler = {f.name: f for f in cli.body if isinstance(f, ast.FunctionDef)}
-    top_level = [n for n in cli.body if not isinstance(n, (ast.FunctionDef, ast.ClassDef))]
-    # The functions every subcommand runs: main() and what it calls in cli.py itself.
-    todo = _imported_modules(top_level, package_dir)
-    todo |= _imported_modules([by_handler["main"], by_handler["build_parser"]], package_dir)
-    for sub in subcommands:
-        todo |= _imported_modules([by_handler[handlers(package_dir)[sub]]], package_dir)
-        # helpers of cli.py that the handler calls (tensorflow_env, ...) live in cli.py itself
-    seen = {"__init__", "__main__", "cli"}
-    todo -= seen
+def closure(package_dir: Path, commands: list[str]) -> set[str]:
+    """Module files (relative to the package dir) that `python -m flowerbench.commands.<c>` runs."""
+    todo = {f"commands/{c}.py" for c in commands} | {"__init__.py", "commands/__init__.py"}
+    seen: set[str] = set()
     while todo:
         mod = todo.pop()
         seen.add(mod)
-        todo |= _imported_modules([_tree(package_dir, mod)], package_dir) - seen
-    return {f"{m}.py" for m in seen}
+        todo |= _imported(ast.parse((package_dir / mod).read_text()), package_dir, mod) - seen
+    return seen

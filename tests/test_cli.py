@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from flowerbench.cli import build_parser, one_line
+from flowerbench.cli import build_parser, command_parser
+from flowerbench.entry import one_line
 from tests.conftest import run_cli
 
 STAGES = ["fetch", "train", "report", "worker", "launch", "terms", "probe", "preflight", "exp-args"]
@@ -12,16 +13,20 @@ STAGES = ["fetch", "train", "report", "worker", "launch", "terms", "probe", "pre
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_subcommand_has_help(stage, capsys):
-    """(the parser itself, in this process: `python -m flowerbench` reaches it through main(), which
-    every stage test runs as a subprocess)"""
+    """(the command's own parser, in this process: `python -m flowerbench` and dvc.yaml's
+    `python -m flowerbench.commands.<stage>` reach it through its main(), which every stage test
+    runs as a subprocess)"""
     with pytest.raises(SystemExit) as done:
-        build_parser().parse_args([stage, "--help"])
+        command_parser(stage).parse_args(["--help"])
     assert done.value.code == 0 and "--params" in capsys.readouterr().out
 
 
 def test_help_from_the_command_line():
     proc = run_cli("train", "--help", timeout=30)
     assert proc.returncode == 0 and "--variant" in proc.stdout and "--params" in proc.stdout
+    assert proc.stdout.startswith("usage: python -m flowerbench train")
+    unknown = run_cli("trian", timeout=30)
+    assert unknown.returncode == 2 and "invalid choice: 'trian'" in unknown.stderr
 
 
 def test_parser_lists_every_stage():

@@ -20,7 +20,7 @@ from tests.conftest import REPO, VENV_BIN, cli_env, copy_pipeline, dvc, git, wri
 from tests.stage_deps import closure
 
 PKG_DIR = REPO / "src" / "flowerbench"
-# The subcommands a stage's command runs: `launch` starts `python -m flowerbench worker` processes.
+# The commands a stage's command runs: `launch` starts worker processes, `terms` probe processes.
 SPAWNS = {"launch": ["launch", "worker"], "terms": ["terms", "probe"]}
 # Params every training stage reads (train.verbose only changes progress output).
 TRAIN_PARAMS = ["seed", "data.image_size", "data.max_images", "data.pipeline", "data.cache", "model",
@@ -64,15 +64,15 @@ def test_dvc_yaml_outputs_match_paths_module():
 
 @pytest.mark.parametrize("name", sorted(stages()))
 def test_stage_deps_are_the_code_its_command_runs(name):
-    """Each stage lists exactly the flowerbench modules its subcommand runs (handler in cli.py,
+    """Each stage lists exactly the flowerbench modules its command runs (commands/<name>.py,
     followed through every flowerbench import), plus requirements.lock."""
     stage = _body(stages()[name])
-    sub = stage["cmd"].split("python -m flowerbench ")[1].split()[0]
+    sub = stage["cmd"].split("python -m flowerbench.commands.")[1].split()[0]
     subs = SPAWNS.get(sub, [sub])
     if sub == "launch":
-        assert '"-m", "flowerbench", "worker"' in (PKG_DIR / "multiworker.py").read_text()
+        assert '"-m", "flowerbench.commands.worker"' in (PKG_DIR / "multiworker.py").read_text()
     if sub == "terms":
-        assert '"-m", "flowerbench", "probe"' in (PKG_DIR / "terms.py").read_text()
+        assert '"-m", "flowerbench.commands.probe"' in (PKG_DIR / "terms.py").read_text()
     want = {f"src/flowerbench/{m}" for m in closure(PKG_DIR, subs)}
     have = {d for d in stage["deps"] if d.startswith("src/")}
     assert want - have == set(), f"{name}: dvc.yaml misses {sorted(want - have)}"
@@ -80,10 +80,15 @@ def test_stage_deps_are_the_code_its_command_runs(name):
     assert "requirements.lock" in stage["deps"]
 
 
-def test_the_closure_follows_handlers_and_stages_stand_on_shared_modules():
-    """cli.py imports every stage lazily: fetch must not depend on TensorFlow code, report not on training."""
+def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
+    """Each command stands alone: fetch does not depend on TensorFlow code, report not on training, and
+    no stage on cli.py (the users' dispatcher) or on another stage's command."""
     assert "train.py" not in closure(PKG_DIR, ["fetch"]) and "report.py" not in closure(PKG_DIR, ["train"])
-    assert {"cli.py", "config.py", "fetch.py", "standin.py"} <= closure(PKG_DIR, ["fetch"])
+    assert {"commands/fetch.py", "entry.py", "config.py", "fetch.py", "standin.py"} <= closure(PKG_DIR, ["fetch"])
+    for command in ("host", "fetch", "train", "report", "launch", "worker", "terms", "probe"):
+        mods = closure(PKG_DIR, [command])
+        assert "cli.py" not in mods and "__main__.py" not in mods, command
+        assert {m for m in mods if m.startswith("commands/")} == {"commands/__init__.py", f"commands/{command}.py"}
     # Layering: stages stand on shared modules, never on each other.  The worker runs the shared
     # training path (training.py), not the `train` stage; training does not import the fetch stage.
     assert {"multiworker.py", "training.py", "devices.py"} <= closure(PKG_DIR, ["launch", "worker"])
@@ -225,19 +230,27 @@ def test_another_core_count_reruns_every_training_stage_and_the_report(pipeline_
     assert status(pipeline_repo) == {}
 
 
-def test_editing_cli_py_changes_every_stage_that_runs_it(pipeline_repo):
-    cli = pipeline_repo / "src" / "flowerbench" / "cli.py"
-    text = cli.read_text()
-    try:
-        cli.write_text(text + "\n# an edit\n")
-        changed = status(pipeline_repo)
-        assert set(changed) == {"host", "fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
-        for name, entries in changed.items():  # dvc status: [{"changed deps": {path: "modified"}}]
-            deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
-            assert deps == {"src/flowerbench/cli.py": "modified"}, (name, entries)
-    finally:
-        cli.write_text(text)
+def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
+    """Each stage's command line is its own module: an edit to train's reruns the training stages
+    that run it (train@*, sweep@*), not fetch, the multi-worker job or the report's inputs; an edit
+    to the shared entry (entry.py) reruns every stage, as it should."""
+    pkg = pipeline_repo / "src" / "flowerbench"
+    train_cmd, shared = pkg / "commands" / "train.py", pkg / "entry.py"
+    for path, want in ((train_cmd, {"train@single_fit", "train@mirrored_fit", "train@single_custom",
+                                     "train@mirrored_custom", "sweep@2-fit"}),
+                       (shared, {"host", "fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
+                                 "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"})):
+        text = path.read_text()
+        try:
+            path.write_text(text + "\n# an edit\n")
+            changed = status(pipeline_repo)
+            assert set(changed) == want, (path.name, sorted(changed))
+            rel = str(path.relative_to(pipeline_repo))
+            for name, entries in changed.items():  # dvc status: [{"changed deps": {path: "modified"}}]
+                deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
+                assert deps == {rel: "modified"}, (name, entries)
+        finally:
+            path.write_text(text)
     assert status(pipeline_repo) == {}
 
 

@@ -17,7 +17,7 @@ import yaml
 
 from flowerbench import paths
 from flowerbench.lockfile import dead_entries, prune
-from tests.conftest import REPO, dvc, git
+from tests.conftest import REPO, git
 
 pytestmark = pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs the git checkout")
 

@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 
+from flowerbench.failpoints import PORTS_ENV, WEIGHTS_ENV
 from tests.conftest import cli_env, run_cli, tiny_params, write_params
 
 B = 8  # per worker
@@ -19,7 +20,7 @@ def _one_step(workdir, workers: int, batch: int, name: str) -> dict[str, np.ndar
         "train.batch_size_per_replica": batch, "train.warmup_epochs": 0, "train.epochs": 1,
         "multiworker.workers": workers}))
     dump = workdir / f"{name}.npz"
-    proc = run_cli("launch", f"--worker-arg=--dump-weights={dump}", cwd=workdir, timeout=240)
+    proc = run_cli("launch", cwd=workdir, timeout=240, env=cli_env(**{WEIGHTS_ENV: str(dump)}))
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((workdir / "results" / "multiworker_custom.json").read_text())
     assert result["replicas"] == workers and result["global_batch_size"] == 2 * B
@@ -52,7 +53,8 @@ def test_launch_labels_its_result_restarts_on_a_taken_port_and_runs_the_train_pa
     gets its loss-scale optimizer, and the result records what actually ran."""
     import socket
 
-    from flowerbench.multiworker import EXIT_PORT_TAKEN, TEST_PORTS_ENV, free_ports
+    from flowerbench.devices import EXIT_PORT_TAKEN
+    from flowerbench.multiworker import free_ports
 
     write_params(workdir / "params.yaml", tiny_params(**{
         "data.max_images": 16, "train.batch_size_per_replica": 8, "train.scaling": "strong",
@@ -64,7 +66,7 @@ def test_launch_labels_its_result_restarts_on_a_taken_port_and_runs_the_train_pa
     taken = held.getsockname()[1]
     spare, = free_ports(1)
     try:
-        proc = run_cli("launch", cwd=workdir, timeout=240, env=cli_env(**{TEST_PORTS_ENV: f"{taken},{spare}"}))
+        proc = run_cli("launch", cwd=workdir, timeout=240, env=cli_env(**{PORTS_ENV: f"{taken},{spare}"}))
     finally:
         held.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -129,7 +131,7 @@ def test_each_worker_gets_its_own_gpu_and_its_task(monkeypatch):
 
 
 def test_visible_gpus_reads_cuda_visible_devices_then_nvidia_smi(monkeypatch, tmp_path):
-    from flowerbench.devices import visible_gpus
+    from flowerbench.host import visible_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     assert visible_gpus() == ["2", "3"]

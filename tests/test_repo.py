@@ -147,7 +147,7 @@ def test_kubernetes_recipe_is_an_indexed_job():
 def test_reproduce_blog_stops_before_any_work_without_four_gpus(tmp_path):
     """This host has no GPU: the preflight of `make reproduce-blog` refuses, naming the numbers.
     With no GPU device node it knows that without starting TensorFlow."""
-    from flowerbench.devices import no_gpu_device
+    from flowerbench.host import no_gpu_device
     from tests.conftest import assert_tensorflow_not_loaded, run_cli
 
     proc = run_cli("preflight", "--params", str(REPO / "params-blog.yaml"), cwd=tmp_path, timeout=120)

@@ -51,11 +51,22 @@ def on_gpus(train: TrainParams, gpus: int) -> bool:
     return bool(gpus) and train.device != "cpu"
 
 
+def most_matched(train: TrainParams, usable: int) -> int:
+    """The most replicas (up to the blog's 4) that fit `usable` cores at c = train.cores_per_replica each."""
+    return min(AUTO_MAX_REPLICAS, usable // train.cores_per_replica)
+
+
+def replica_cores(train: TrainParams, usable_ids: list[int], replicas: int) -> list[list[int]]:
+    """Each replica's own c cores (the first replicas x c usable ones): a worker's or a probe's slice."""
+    c = train.cores_per_replica
+    return [usable_ids[i * c:(i + 1) * c] for i in range(replicas)]
+
+
 def auto_replicas(train: TrainParams, usable: int, gpus: int) -> int:
     """What `replicas: auto` means on this host."""
     if on_gpus(train, gpus):
         return max(2, min(AUTO_MAX_REPLICAS, gpus))       # one per GPU (one GPU: 2 logical GPUs, labelled)
-    fits = min(AUTO_MAX_REPLICAS, usable // train.cores_per_replica)
+    fits = most_matched(train, usable)
     return fits if fits >= 2 else 2                        # 1 would not be data parallel: oversubscribe
 
 
@@ -90,7 +101,7 @@ def plan(replicas: int, cores: Optional[int], train: TrainParams, usable_ids: li
         inter = 1 if worker is not None else replicas  # a worker process holds one replica
         return CoreBudget("oversubscribed", c, usable, list(usable_ids), usable, share, inter)
     if worker is not None:  # one replica per process, each on its own c cores
-        mine = usable_ids[worker * c:(worker + 1) * c]
+        mine = replica_cores(train, usable_ids, worker + 1)[worker]
         return CoreBudget("core_matched", c, c, mine, usable, c, 1)
     mask = usable_ids[:total]
     if replicas == 1 and total > c:
@@ -102,3 +113,12 @@ def pin(budget: CoreBudget) -> None:
     """Set this process's affinity mask (before TensorFlow is imported: its pools size from it)."""
     if budget.affinity:
         os.sched_setaffinity(0, budget.affinity)
+
+
+def thread_env(budget: CoreBudget) -> dict[str, str]:
+    """The budget's thread pools as the environment TensorFlow reads at start-up, for a process that
+    does not set them itself (the blog's code in the bench); {} leaves TensorFlow's defaults."""
+    if not budget.intra_op_threads:
+        return {}
+    return {"TF_NUM_INTRAOP_THREADS": str(budget.intra_op_threads),
+            "TF_NUM_INTEROP_THREADS": str(budget.inter_op_threads)}

@@ -23,19 +23,28 @@ mask is set before TensorFlow is imported, its thread pools here, before any op.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
 from .budget import CoreBudget
 from .config import TrainParams
-from .host import cpu_model, usable_cores, visible_gpus  # noqa: F401  (re-exported)
+from .host import cpu_model, gpu_memory_mb, no_gpu_device, usable_cores
 from .log import get_logger
 
 
 class DeviceError(RuntimeError):
     """The host cannot provide the requested replicas (one line naming the numbers)."""
+
+
+# A worker exits with this when its gRPC server cannot bind the port TF_CONFIG gives it
+# (EX_TEMPFAIL): the launcher then restarts the job with fresh ports.
+EXIT_PORT_TAKEN = 75
+
+
+class PortTaken(DeviceError):
+    """A multi-worker worker could not bind the port its cluster spec gives it."""
+    exit_code = EXIT_PORT_TAKEN
 
 
 @dataclass
@@ -51,6 +60,9 @@ class DevicePlan:
     budget: CoreBudget
     emulated: bool
     notes: list[str] = field(default_factory=list)
+    workers: Optional[int] = None     # a multi-worker job: its worker count (one replica each)
+    cluster: list[str] = field(default_factory=list)   # ... its workers' addresses (TF_CONFIG)
+    worker_index: Optional[int] = None                 # ... and this worker's place among them
 
     def as_dict(self) -> dict:
         """The fields a result records (the replica count comes from the variant)."""
@@ -59,6 +71,10 @@ class DevicePlan:
         out.pop("budget")
         out.update(self.budget.as_dict())
         out["device_notes"] = out.pop("notes")
+        out.pop("cluster")
+        out.pop("worker_index")
+        if self.workers is None:
+            out.pop("workers")
         return out
 
 
@@ -84,7 +100,7 @@ def import_tensorflow():
         try:
             import tensorflow as tf
 
-            gpus = tf.config.list_physical_devices("GPU")
+            gpus = tensorflow_gpus()
         finally:
             os.dup2(saved, 2)
             os.close(saved)
@@ -97,29 +113,18 @@ def import_tensorflow():
     return tf
 
 
-cpu_count = usable_cores  # the cores this process may use (affinity mask, cgroup quota)
+def tensorflow_gpus(train: Optional[TrainParams] = None) -> list:
+    """The GPUs TensorFlow sees ([] under train.device=cpu): the one place that asks TensorFlow.
+    (host.py asks the driver and the device nodes, for what must run without TensorFlow.)"""
+    import tensorflow as tf
+
+    return [] if train is not None and train.device == "cpu" else tf.config.list_physical_devices("GPU")
 
 
-def _gpu_memory_mb() -> Optional[int]:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
-        return int(out.split()[0])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+def gpu_model(gpus: list) -> Optional[str]:
+    import tensorflow as tf
 
-
-# A process reaches a GPU only through one of these device nodes: NVIDIA's driver (/dev/nvidiactl,
-# /dev/nvidia0, ...; containers get them mapped in), ROCm's (/dev/kfd) or WSL 2's (/dev/dxg).
-GPU_DEVICE_NODES = ("/dev/nvidia*", "/dev/kfd", "/dev/dxg")
-
-
-def no_gpu_device() -> bool:
-    """True when this host has no GPU device node at all, so TensorFlow cannot see a GPU: known
-    without starting it (~6 s).  False means a GPU may be there: ask TensorFlow."""
-    import glob
-
-    return not any(glob.glob(pattern) for pattern in GPU_DEVICE_NODES)
+    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU") if gpus else None
 
 
 def refuse_without_gpus(replicas: int, train: TrainParams, why: str) -> None:
@@ -152,13 +157,13 @@ def plan_devices(replicas: int, train: TrainParams, budget: CoreBudget) -> Devic
     """Configure TensorFlow's devices for `replicas` replicas within `budget` and describe them."""
     import tensorflow as tf
 
-    cores = cpu_count()
-    gpus = [] if train.device == "cpu" else tf.config.list_physical_devices("GPU")
+    cores = usable_cores()
+    gpus = tensorflow_gpus(train)
     base = dict(replicas=replicas, physical_gpus=len(gpus), cpu_model=cpu_model(), cpu_count=cores,
                 thread_policy=train.thread_policy, budget=budget)
 
     if gpus:
-        model = tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU")
+        model = gpu_model(gpus)
         if len(gpus) >= replicas:
             for g in gpus:
                 tf.config.experimental.set_memory_growth(g, True)
@@ -167,7 +172,7 @@ def plan_devices(replicas: int, train: TrainParams, budget: CoreBudget) -> Devic
         if not train.emulate:
             raise DeviceError(f"{replicas} replicas requested but this host has {len(gpus)} GPU(s) "
                               f"({model}); set train.emulate=true to split one GPU into logical GPUs")
-        total = _gpu_memory_mb() or 16384
+        total = gpu_memory_mb() or 16384
         per = max(1024, int(total * 0.9) // replicas)
         tf.config.set_logical_device_configuration(
             gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=per)] * replicas)
@@ -191,10 +196,54 @@ def plan_devices(replicas: int, train: TrainParams, budget: CoreBudget) -> Devic
                       gpu_model=None, emulated=not matched, notes=[note], **base)
 
 
+def local_cluster(addresses: list[str]) -> bool:
+    """Every worker of the job is on this host (the local launcher's job, the terms probes)."""
+    return all(a.split(":")[0] in ("127.0.0.1", "localhost") for a in addresses)
+
+
+def plan_workers(addresses: list[str], index: int, train: TrainParams, budget: CoreBudget) -> DevicePlan:
+    """Worker `index` of a job of one replica per worker (TF_CONFIG): its thread pools, and what the
+    job's replicas are.  One GPU per worker where there are GPUs (the launcher gives each its own)."""
+    gpus = tensorflow_gpus(train)
+    if not gpus:
+        apply_threads(budget)
+    n, local = len(addresses), local_cluster(addresses)
+    where = "gpu:0" if gpus else "cpu:0"
+    if not local:
+        note = "multi-host job"
+    elif budget.kind == "core_matched":
+        note = (f"{n} worker processes on one host, each pinned to its own {budget.cores_per_replica} core(s) "
+                f"(worker {index}: {budget.affinity}): data parallelism on CPU cores over loopback gRPC, "
+                f"not a GPU result")
+    else:
+        note = (f"{n} worker processes on one host sharing {budget.usable_cores} core(s) ({budget.kind}): "
+                f"emulation of a multi-host job")
+    return DevicePlan(replicas=n, device_kind=("local_" if local else "") + ("gpu_workers" if gpus else "cpu_workers"),
+                      devices=[f"{a}/{where}" for a in addresses], physical_gpus=len(gpus), gpu_model=gpu_model(gpus),
+                      cpu_model=cpu_model(), cpu_count=budget.usable_cores, thread_policy=train.thread_policy,
+                      budget=budget, emulated=local and not gpus and budget.kind != "core_matched", notes=[note],
+                      workers=n, cluster=list(addresses), worker_index=index)
+
+
 def make_strategy(plan: DevicePlan):
-    """The default strategy for one replica, MirroredStrategy over the planned devices otherwise."""
+    """The one place strategies are built: the default strategy for one replica, MirroredStrategy over
+    the planned devices, or MultiWorkerMirroredStrategy for a worker of a job (plan_workers)."""
     import tensorflow as tf
 
+    if plan.workers is not None:
+        # AUTO: NCCL between GPUs, ring on CPUs.  No collective timeout: the multi-worker watchdog
+        # guards the join (set-up) only, and a timeout here would also cut every all-reduce inside
+        # the timed window; a worker that dies later is caught by the launcher (or the scheduler).
+        options = tf.distribute.experimental.CommunicationOptions(
+            implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
+        try:
+            return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+        except tf.errors.UnknownError as exc:
+            if "Could not start gRPC server" not in str(exc):
+                raise
+            i = plan.worker_index
+            raise PortTaken(f"worker {i} could not start its gRPC server on {plan.cluster[i]}: the port is "
+                            f"taken by another process") from None
     if plan.replicas == 1:
         return tf.distribute.get_strategy()  # as the blog: TF places everything on the first device
     if plan.device_kind == "logical_gpu":
@@ -223,7 +272,8 @@ def preflight(params) -> int:
     if params.train.device == "cpu" or no_gpu_device():
         gpus = []
     else:
-        gpus = import_tensorflow().config.list_physical_devices("GPU")
+        import_tensorflow()
+        gpus = tensorflow_gpus(params.train)
     from .config import AUTO_MAX_REPLICAS
 
     # `auto` on a GPU host means one replica per GPU, up to the blog's 4: ask for 4.

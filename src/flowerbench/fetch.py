@@ -40,7 +40,7 @@ from . import paths, standin
 from .config import Params
 from .io import swap_dir, write_json
 from .log import get_logger
-from .testhook import checkpoint
+from .failpoints import checkpoint
 
 CHUNK = 1 << 16
 

@@ -127,6 +127,29 @@ def _nvidia_smi_gpus() -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
+def gpu_memory_mb() -> Optional[int]:
+    """The first GPU's memory as the driver reports it; None without nvidia-smi or a driver."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=20, check=True).stdout
+        return int(out.split()[0])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
+# A process reaches a GPU only through one of these device nodes: NVIDIA's driver (/dev/nvidiactl,
+# /dev/nvidia0, ...; containers get them mapped in), ROCm's (/dev/kfd) or WSL 2's (/dev/dxg).
+GPU_DEVICE_NODES = ("/dev/nvidia*", "/dev/kfd", "/dev/dxg")
+
+
+def no_gpu_device() -> bool:
+    """True when this host has no GPU device node at all, so TensorFlow cannot see a GPU: known
+    without starting it (~6 s).  False means a GPU may be there: ask TensorFlow (devices.py)."""
+    import glob
+
+    return not any(glob.glob(pattern) for pattern in GPU_DEVICE_NODES)
+
+
 def tensorflow_cuda_build() -> dict[str, Any]:
     """TensorFlow's build facts (CUDA or not, CUDA and cuDNN versions) from its build_info module's
     source, without importing TensorFlow (an import costs ~6 s; this stage must stay cheap)."""

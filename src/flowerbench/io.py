@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .testhook import checkpoint
+from .failpoints import checkpoint
 
 
 class OutputError(OSError):

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from .testhook import checkpoint
+from .failpoints import checkpoint
 
 EpochHook = Callable[[str, int, int, float, float, float], None]  # phase, i, n, seconds, loss, accuracy
 
@@ -89,11 +89,11 @@ def known_steps(dataset) -> Optional[int]:
 
 def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
             on_epoch: Optional[EpochHook] = None) -> LoopResult:
+    """fit() under `strategy`; the optimizer's slots exist already (build_optimizer_in_scope, by the
+    caller: fit() meets the same Keras 3 placeholder bug under >= 2 replicas once it loops inside
+    tf.function, with steps_per_execution > 1 or jit_compile)."""
     import keras
 
-    # fit() meets the same Keras 3 placeholder bug under >= 2 replicas once it loops
-    # inside tf.function (steps_per_execution > 1, jit_compile): build Adam's slots first.
-    build_optimizer_in_scope(strategy, model, optimizer)
     model.compile(optimizer=optimizer,
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                   metrics=["accuracy"], jit_compile=cfg.jit_compile,
@@ -158,27 +158,25 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
 # --------------------------------------------------------------------------- custom
 
 
-def make_train_step(strategy, model, optimizer, global_batch_size: int, jit_compile: bool = False,
-                    loss_scale_batch: Optional[int] = None):
+def make_train_step(model, optimizer, global_batch_size: int, jit_compile: bool = False):
     """The per-replica step.  Returns (scaled loss, sum of per-example losses, correct, count).
 
     Gradients from all replicas are *summed* by the all-reduce inside
     `apply_gradients`, so each replica must divide its per-example losses by
     the global batch size (not its own): then the sum of the replicas'
     gradients equals the gradient of the mean loss over the global batch, as on
-    one device.  `loss_scale_batch` exists only so tests can show what the
-    wrong divisor (the per-replica batch) does: an update N times too large.
+    one device.  (tests/helpers/equivalence.py shows what the wrong divisor, the
+    per-replica batch, does: an update N times too large.)
     """
     import tensorflow as tf
 
     loss_object = _loss_object()
-    divisor = loss_scale_batch or global_batch_size
 
     def step(x, y):
         with tf.GradientTape() as tape:
             logits = tf.cast(model(x, training=True), tf.float32)
             per_example = loss_object(y, logits)
-            loss = tf.nn.compute_average_loss(per_example, global_batch_size=divisor)
+            loss = tf.nn.compute_average_loss(per_example, global_batch_size=global_batch_size)
             target = optimizer.scale_loss(loss)  # identity unless a LossScaleOptimizer (mixed precision)
         grads = tape.gradient(target, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
@@ -246,8 +244,8 @@ def build_optimizer_in_scope(strategy, model, optimizer):
 
 def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg: LoopConfig,
                on_epoch: Optional[EpochHook] = None) -> LoopResult:
-    build_optimizer_in_scope(strategy, model, optimizer)
-    step = make_train_step(strategy, model, optimizer, global_batch_size, jit_compile=cfg.jit_compile)
+    """The custom loop under `strategy`; the optimizer's slots exist already (build_optimizer_in_scope)."""
+    step = make_train_step(model, optimizer, global_batch_size, jit_compile=cfg.jit_compile)
     epoch_fn = make_epoch_fn(strategy, step, cfg.custom_graph)
     res = LoopResult()
     steps = known_steps(dataset)

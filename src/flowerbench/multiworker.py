@@ -38,6 +38,8 @@ from typing import Optional
 from . import paths
 from .config import MULTIWORKER_VARIANT as VARIANT, Params, ParamsError
 from .deadline import Deadline, DeadlineExceeded, guarded, wait
+from .devices import EXIT_PORT_TAKEN
+from .failpoints import forced_ports
 from .host import visible_gpus
 from .io import check_writable, write_json
 from .log import get_logger, setup as setup_logging
@@ -45,22 +47,6 @@ from .log import get_logger, setup as setup_logging
 
 class JobError(RuntimeError):
     """A multi-worker job failed (one line naming the worker)."""
-
-
-# A worker exits with this when its gRPC server cannot bind the port TF_CONFIG gives it
-# (EX_TEMPFAIL): the launcher then restarts the job with fresh ports.
-EXIT_PORT_TAKEN = 75
-# Tests only: the ports of the launcher's first attempt (to inject a collision).
-TEST_PORTS_ENV = "FLOWERBENCH_TEST_PORTS"
-
-
-class PortTaken(JobError):
-    exit_code = EXIT_PORT_TAKEN
-
-
-def forced_ports() -> Optional[list[int]]:
-    raw = os.environ.get(TEST_PORTS_ENV)
-    return [int(p) for p in raw.split(",")] if raw else None
 
 
 def log(who: str, msg: str) -> None:
@@ -125,12 +111,11 @@ def watchdog_child() -> None:
         pass
 
 
-def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] = None,
-                dump_weights: Optional[str] = None) -> int:
-    """One worker: read TF_CONFIG, start the watchdog, build a MultiWorkerMirroredStrategy and
-    run the same training path as `train` (training.train_variant); the chief writes the result."""
-    from . import budget, host, training
-    from .devices import apply_threads, cpu_model, import_tensorflow
+def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] = None) -> int:
+    """One worker: read TF_CONFIG, start the process (runtime.start: its slice of the cores, TensorFlow,
+    the watchdog, then a MultiWorkerMirroredStrategy) and run the same training path as `train`
+    (training.train_variant); the chief writes the result."""
+    from . import failpoints, runtime, training
 
     variant = params.variant(variant_name)
     if variant.loop != "custom":
@@ -146,79 +131,29 @@ def worker_main(params: Params, variant_name: str = VARIANT, out: Optional[str] 
     if chief:
         training.clear_output(Path(out))
     batches, images = training.prepare(params, variant)
-    # Each local worker owns its own slice of the cores (one replica's share), set before TensorFlow
-    # is imported; its threads are that share's, not divided a second time.
-    machine = host.describe()
-    usable = host.usable_core_ids(machine)
-    cores = budget.plan(len(workers), None, params.train, usable, machine["gpu_count"],
-                        worker=index if _local(workers) else 0)
-    budget.pin(cores)
+    watchdog: list[subprocess.Popen] = []
+    # Each local worker owns its own slice of the cores (one replica's share), pinned before TensorFlow
+    # is imported; the watchdog starts just before the strategy's constructor, which blocks until
+    # every peer has joined.
+    rt = runtime.start(params.train, len(workers), cluster=(workers, index), before_strategy=lambda: watchdog.append(
+        start_watchdog(workers, index, params.multiworker.join_timeout_s)))
+    cores = rt.budget
     log(who, f"core budget {cores.kind}: pinned to {cores.affinity or 'nothing'}, threads intra "
         f"{cores.intra_op_threads or 'default'} / inter {cores.inter_op_threads or 'default'}")
-    tf = import_tensorflow()
-
-    apply_threads(cores)
-    gpus = tf.config.list_physical_devices("GPU")
-    watchdog = start_watchdog(workers, index, params.multiworker.join_timeout_s)
-    # AUTO: NCCL between GPUs, ring on CPUs.  No collective timeout: the watchdog guards the join
-    # (set-up) only, and a timeout here would also cut every all-reduce inside the timed window;
-    # a worker that dies later is caught by the launcher (or the scheduler's own job deadline).
-    options = tf.distribute.experimental.CommunicationOptions(
-        implementation=tf.distribute.experimental.CommunicationImplementation.AUTO)
-    try:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
-    except tf.errors.UnknownError as exc:
-        if "Could not start gRPC server" not in str(exc):
-            raise
-        raise PortTaken(f"worker {index} could not start its gRPC server on {workers[index]}: the port is "
-                        f"taken by another process") from None
-    local = _local(workers)
-    kind = ("local_" if local else "") + ("gpu_workers" if gpus else "cpu_workers")
-    where = "gpu:0" if gpus else "cpu:0"
-    if not local:
-        note = "multi-host job"
-    elif cores.kind == "core_matched":
-        note = (f"{len(workers)} worker processes on one host, each pinned to its own "
-                f"{cores.cores_per_replica} core(s) (worker {index}: {cores.affinity}): data parallelism on CPU "
-                f"cores over loopback gRPC, not a GPU result")
-    else:
-        note = (f"{len(workers)} worker processes on one host sharing {cores.usable_cores} core(s) "
-                f"({cores.kind}): emulation of a multi-host job")
-    devices = {"device_kind": kind, "devices": [f"{a}/{where}" for a in workers],
-               "gpu_model": _gpu_model(tf, gpus), "emulated": local and not gpus and cores.kind != "core_matched",
-               "device_notes": [note], "physical_gpus": len(gpus), "cpu_model": cpu_model(),
-               "cpu_count": cores.usable_cores, "workers": len(workers), "thread_policy": params.train.thread_policy,
-               "host": machine, **cores.as_dict()}
-    initial = []
 
     def joined(model) -> None:
-        watchdog.stdin.close()  # variables exist on every worker: the collectives are up
-        watchdog.wait()
+        watchdog[0].stdin.close()  # variables exist on every worker: the collectives are up
+        watchdog[0].wait()
         log(who, f"joined {len(workers)}-worker job; global batch {batches.global_batch_size}")
-        if dump_weights:
-            initial.extend(w.numpy() for w in model.trainable_weights)
+        failpoints.keep_weights("init", model)
 
-    result, model = training.train_variant(params, variant, strategy, batches, images, devices,
-                                        shard_policy="DATA", on_ready=joined, show_epochs=index == 0)
+    result, model = training.train_variant(params, variant, rt.strategy, batches, images, rt.devices_record(),
+                                           shard_policy="DATA", on_ready=joined, show_epochs=index == 0)
     if chief:
-        if dump_weights:
-            import numpy as np
-
-            arrays = {f"init_{i}": a for i, a in enumerate(initial)}
-            arrays.update({f"final_{i}": w.numpy() for i, w in enumerate(model.trainable_weights)})
-            with open(dump_weights, "wb") as fh:
-                np.savez(fh, **arrays)
+        failpoints.keep_weights("final", model)
         write_json(Path(out), result.as_dict())
     log(who, f"done: timed {result.timed_seconds:.2f}s")
     return 0
-
-
-def _gpu_model(tf, gpus) -> Optional[str]:
-    return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "unknown GPU") if gpus else None
-
-
-def _local(workers: list[str]) -> bool:
-    return all(a.split(":")[0] in ("127.0.0.1", "localhost") for a in workers)
 
 
 # --------------------------------------------------------------------------- launcher
@@ -259,7 +194,7 @@ PORT_ATTEMPTS = 3
 
 
 def launch_main(params: Params, workers: Optional[int] = None, params_path: str = "params.yaml",
-                extra_worker_args: Optional[list[str]] = None, results_dir: Path = paths.RESULTS) -> int:
+                results_dir: Path = paths.RESULTS) -> int:
     n = params.multiworker.workers if workers is None else workers
     if n == "auto":
         from . import budget, host
@@ -279,8 +214,8 @@ def launch_main(params: Params, workers: Optional[int] = None, params_path: str 
     deadline = Deadline(params.multiworker.deadline_s)
     scratch = Path(tempfile.mkdtemp(prefix=".launch-", dir=out.parent))
     tmp_out = scratch / out.name
-    cmd = [sys.executable, "-m", "flowerbench", "worker", "--params", params_path, "--variant", VARIANT,
-           "--out", str(tmp_out), *(extra_worker_args or [])]
+    cmd = [sys.executable, "-m", "flowerbench.commands.worker", "--params", params_path, "--variant", VARIANT,
+           "--out", str(tmp_out)]
     try:
         gpus = visible_gpus()
         for attempt in range(1, PORT_ATTEMPTS + 1):

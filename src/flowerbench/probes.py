@@ -49,28 +49,6 @@ def _times(fn, count: int) -> list[float]:
     return out
 
 
-def _strategy(params: Params, replicas: int):
-    """As the runs the terms explain build it: one worker of an N-worker job (TF_CONFIG set: the
-    launcher's MultiWorkerMirroredStrategy and options), else N replicas planned as `train` plans them."""
-    import tensorflow as tf
-
-    from .budget import plan
-    from .devices import apply_threads, make_strategy, plan_devices
-    from .host import affinity
-
-    if os.environ.get("TF_CONFIG"):   # one replica on this worker's cores (pinned by the CLI)
-        apply_threads(plan(1, None, params.train, affinity(), 0))
-        strategy = tf.distribute.MultiWorkerMirroredStrategy(
-            communication_options=tf.distribute.experimental.CommunicationOptions(
-                implementation=tf.distribute.experimental.CommunicationImplementation.AUTO))
-    else:
-        budget = plan(replicas, None, params.train, list(range(replicas * params.train.cores_per_replica)), 0)
-        strategy = make_strategy(plan_devices(replicas, params.train, budget))
-    if strategy.num_replicas_in_sync != replicas:
-        raise RuntimeError(f"probe: {strategy.num_replicas_in_sync} replicas in sync, expected {replicas}")
-    return strategy
-
-
 def _model_and_batch(params: Params, strategy, batch: int):
     """The run's model and optimizer under `strategy` (optimizer built in its scope), seeded as a run
     is, and one in-memory global batch of `batch` random images -> (model, optimizer, x, y)."""
@@ -125,11 +103,10 @@ def _allreduce_record(strategy, variables, replicas: int, seconds: list[float]) 
             "cross_device_ops": cross_device_ops_name(strategy), "strategy": type(strategy).__name__}
 
 
-def allreduce(params: Params, replicas: int, count: int) -> dict:
+def allreduce(params: Params, strategy, replicas: int, count: int) -> dict:
     """Seconds per all-reduce of the model's gradient shapes across `replicas` replicas."""
     from .model import build_model
 
-    strategy = _strategy(params, replicas)
     with strategy.scope():
         model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
     once = _allreduce_timer(strategy, model.trainable_variables, replicas)
@@ -155,16 +132,15 @@ def input_epochs(params: Params, batch: int, epochs: int) -> dict:
             "image_size": params.data.image_size}
 
 
-def replica(params: Params, batch: int, count: int, input_epochs_: int) -> dict:
+def replica(params: Params, strategy, batch: int, count: int, input_epochs_: int) -> dict:
     """One replica's step (custom loop, in-memory tensors, batch `batch`): alone when told `solo`
     (with the input pipeline alone before it), then side by side with the others on `go`."""
     import tensorflow as tf
 
     from .loops import make_train_step
 
-    strategy = tf.distribute.get_strategy()
     model, optimizer, x, y = _model_and_batch(params, strategy, batch)
-    fn = tf.function(make_train_step(strategy, model, optimizer, batch))
+    fn = tf.function(make_train_step(model, optimizer, batch))
 
     def once():
         fn(x, y)[0].numpy()
@@ -180,7 +156,7 @@ def replica(params: Params, batch: int, count: int, input_epochs_: int) -> dict:
     return out
 
 
-def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
+def mirrored(params: Params, strategy, replicas: int, batch: int, count: int) -> dict:
     """N replicas in this one process (MirroredStrategy planned as `train` plans it): first the
     all-reduce of the model's gradient shapes alone, then the whole step through the custom loop's
     own per-step function (loops.make_epoch_fn, graph="step": strategy.run, the all-reduce, the
@@ -189,11 +165,10 @@ def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
 
     from .loops import make_epoch_fn, make_train_step
 
-    strategy = _strategy(params, replicas)
     global_batch = batch * replicas
     model, optimizer, x, y = _model_and_batch(params, strategy, global_batch)
     reduce_once = _allreduce_timer(strategy, model.trainable_variables, replicas)
-    epoch = make_epoch_fn(strategy, make_train_step(strategy, model, optimizer, global_batch), "step")
+    epoch = make_epoch_fn(strategy, make_train_step(model, optimizer, global_batch), "step")
     one = next(iter(strategy.experimental_distribute_dataset(tf.data.Dataset.from_tensors((x, y)))))
     epoch([one, one])                        # trace and warm up
     _wait_for("go")
@@ -203,21 +178,27 @@ def mirrored(params: Params, replicas: int, batch: int, count: int) -> dict:
     return {"seconds": seconds, "replicas": replicas, "batch": batch, "allreduce": reduced}
 
 
-def main(params: Params, kind: str, replicas: int, count: int, batch: int, input_epochs_: int) -> int:
-    """The probe's process (pinned by the CLI before TensorFlow started): one JSON line out."""
-    from .budget import plan
-    from .devices import apply_threads, import_tensorflow
+def main(params: Params, kind: str, cores: list[int], replicas: int, count: int, batch: int,
+         input_epochs_: int) -> int:
+    """The probe's process, started on `cores` as the runs the terms explain start (runtime.start):
+    one replica on its cores (replica); N replicas planned as `train` plans them (mirrored, allreduce);
+    or, with TF_CONFIG set, one worker of an N-worker job (allreduce across processes, as the
+    launcher's).  One JSON line out."""
+    from . import runtime
     from .host import affinity
 
-    cores = affinity()
-    import_tensorflow()
-    if kind == "allreduce":   # plans its devices and threads as a training run of N replicas does
-        out = allreduce(params, replicas, count)
-    elif kind == "mirrored":  # as well
-        out = mirrored(params, replicas, batch, count)
-    else:                     # one replica on its cores, threads as `train` gives it (budget.plan)
-        apply_threads(plan(1, None, params.train, cores, 0))
-        out = replica(params, batch, count, input_epochs_)
-    out.update(kind=kind, cores=cores, median_seconds=statistics.median(out["seconds"]))
+    cluster = None
+    if os.environ.get("TF_CONFIG"):
+        from .multiworker import read_tf_config
+
+        cluster = read_tf_config()
+    rt = runtime.start(params.train, replicas if kind != "replica" else 1, core_ids=cores, cluster=cluster)
+    if kind == "allreduce":
+        out = allreduce(params, rt.strategy, replicas, count)
+    elif kind == "mirrored":
+        out = mirrored(params, rt.strategy, replicas, batch, count)
+    else:
+        out = replica(params, rt.strategy, batch, count, input_epochs_)
+    out.update(kind=kind, cores=affinity(), median_seconds=statistics.median(out["seconds"]))
     print(json.dumps(out), flush=True)
     return 0

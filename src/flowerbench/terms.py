@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import budget, host, paths, provenance
-from .config import AUTO_MAX_REPLICAS, Params, resolved_dict
+from .config import Params, resolved_dict
 from .deadline import Deadline, guarded
 from .io import write_json
 from .log import get_logger
@@ -59,12 +59,12 @@ def study_replicas(params: Params, usable: int) -> list[int]:
     """The replica counts N the model is measured for: every core-matched N from 2 up to the blog's 4
     that fits the usable cores at c = train.cores_per_replica each (what `replicas: auto` and the
     sweep can run core-matched here).  Not read from the variants, so editing one leaves the terms."""
-    return list(range(2, min(AUTO_MAX_REPLICAS, usable // params.train.cores_per_replica) + 1))
+    return list(range(2, budget.most_matched(params.train, usable) + 1))
 
 
 def _probe(kind: str, cores: list[int], params_path: str, *, replicas: int = 1, count: int, batch: int,
            env: Optional[dict] = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "flowerbench", "probe", kind, "--params", params_path, "--cores",
+    cmd = [sys.executable, "-m", "flowerbench.commands.probe", kind, "--params", params_path, "--cores",
            ",".join(map(str, cores)), "--replicas", str(replicas), "--count", str(count), "--batch", str(batch),
            "--input-epochs", str(INPUT_EPOCHS)]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -72,7 +72,7 @@ def _probe(kind: str, cores: list[int], params_path: str, *, replicas: int = 1, 
 
 
 def _name(p: subprocess.Popen) -> str:
-    return f"probe {p.args[4]} on cores {p.args[p.args.index('--cores') + 1]}"
+    return f"probe {p.args[3]} on cores {p.args[p.args.index('--cores') + 1]}"
 
 
 def _until_ready(p: subprocess.Popen, said: list[str]) -> None:
@@ -125,7 +125,8 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
     b = params.train.batch_size_per_replica
     out: dict = {"contention": {}, "allreduce": {}, "allreduce_workers": {}, "dispatch": {}}
     for n in replicas:
-        slices = [usable_ids[i * c:(i + 1) * c] for i in range(n)]
+        slices = budget.replica_cores(params.train, usable_ids, n)
+        together = sum(slices, [])           # the N x c cores of an in-process run of N replicas
         solo = "input" not in out   # the input pipeline and the step alone: once, in the first N's first probe
         log(f"{n} replicas' steps on {slices}" + (", one step and the input pipeline alone first" if solo else ""))
         side = run_together([_probe("replica", s, params_path, count=STEP_COUNT, batch=b) for s in slices],
@@ -149,18 +150,18 @@ def measure(params: Params, params_path: str, usable_ids: list[int], replicas: l
         log(f"side by side: {', '.join(f'{x * 1000:.0f}' for x in per)} ms -> contention factor {factor:.3f}")
         out["contention"][str(n)] = {"cores": slices, "median_seconds_each": per, "factor": factor,
                                      "seconds_each": [p["seconds"] for p in side]}
-        log(f"{n} replicas in one process on {usable_ids[:n * c]}: the all-reduce of the model's gradients, "
+        log(f"{n} replicas in one process on {together}: the all-reduce of the model's gradients, "
             f"then the whole step")
-        mr, = run_together([_probe("mirrored", usable_ids[:n * c], params_path, replicas=n, count=STEP_COUNT,
+        mr, = run_together([_probe("mirrored", together, params_path, replicas=n, count=STEP_COUNT,
                                    batch=b)], deadline)
         ar = mr.pop("allreduce")
-        out["allreduce"][str(n)] = {**ar, "cores": usable_ids[:n * c], **_median_iv("seconds", ar["seconds"])}
+        out["allreduce"][str(n)] = {**ar, "cores": together, **_median_iv("seconds", ar["seconds"])}
         log(f"all-reduce: {out['allreduce'][str(n)]['median_seconds'] * 1000:.1f} ms for {ar['parameters'] / 1e6:.1f} "
             f"M parameters ({ar['cross_device_ops']})")
         # what N replicas cost in one process beyond the terms above: the rest of the whole step
         parts = factor * out["step_alone"]["median_seconds"] + out["allreduce"][str(n)]["median_seconds"]
         step_n = statistics.median(mr["seconds"])
-        out["dispatch"][str(n)] = {**mr, "cores": usable_ids[:n * c], **_median_iv("seconds", mr["seconds"]),
+        out["dispatch"][str(n)] = {**mr, "cores": together, **_median_iv("seconds", mr["seconds"]),
                                    "seconds_beyond_terms": step_n - parts}
         log(f"{n} replicas in one process: {step_n * 1000:.0f} ms per step, {(step_n - parts) * 1000:.0f} ms beyond "
             f"contention x step alone + all-reduce")

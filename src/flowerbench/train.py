@@ -2,8 +2,9 @@
 
     python -m flowerbench train --variant mirrored_fit [--params params.yaml]
 
-Plans the devices (devices.py: GPUs, logical GPUs, logical CPUs), builds the
-strategy and runs the shared training path (training.py).  The result is
+Resolves the variant on this host, starts the process (runtime.start: core
+budget and pin, TensorFlow, devices, strategy) and runs the shared training
+path (training.py).  The result is
 written atomically at the very end: an interrupted or failed run leaves no
 result file.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import budget, devices, host, paths
+from . import budget, devices, host, paths, runtime
 from .config import Params, ParamsError
 from .io import write_json
 from .results import Result
@@ -27,19 +28,15 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) ->
         raise ParamsError(f"variant: {variant.name} is a {variant.workers}-worker job; it runs under "
                           f"`python -m flowerbench launch`, not `train`")
     machine = host.describe()          # before pinning: the host, not this process's share of it
-    usable = host.usable_core_ids(machine)
-    gpus = machine["gpu_count"]
-    variant = budget.resolve(variant, params.train, len(usable), gpus, sweep=params.is_sweep(variant.name))
+    variant = budget.resolve(variant, params.train, machine["usable_cores"], machine["gpu_count"],
+                             sweep=params.is_sweep(variant.name))
     devices.refuse_before_tensorflow(variant.replicas, params.train)
     out_path = paths.result_path(variant.name, results_dir)
     clear_output(out_path)
     batches, images = prepare(params, variant)
-    cores = budget.plan(variant.replicas, variant.cores, params.train, usable, gpus)
-    budget.pin(cores)                  # before TensorFlow is imported: its pools size from the mask
 
-    devices.import_tensorflow()
-    plan = devices.plan_devices(variant.replicas, params.train, cores)
-    strategy = devices.make_strategy(plan)
+    rt = runtime.start(params.train, variant.replicas, cores=variant.cores, machine=machine)
+    cores, plan = rt.budget, rt.plan
     log(variant.name, f"core budget {cores.kind}: {cores.budget_cores} of {cores.usable_cores} usable core(s) "
         f"{cores.affinity or '(not pinned)'}, threads intra {cores.intra_op_threads or 'default'} / inter "
         f"{cores.inter_op_threads or 'default'}")
@@ -48,7 +45,7 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) ->
         f"{params.data.image_size}px, {params.train.warmup_epochs} warm-up + {params.train.epochs} timed epoch(s)")
     for note in plan.notes:
         log(variant.name, f"note: {note}")
-    result, _ = train_variant(params, variant, strategy, batches, images, {**plan.as_dict(), "host": machine})
+    result, _ = train_variant(params, variant, rt.strategy, batches, images, rt.devices_record())
     write_json(out_path, result.as_dict())
     log(variant.name, f"timed {result.timed_seconds:.2f}s ({result.images_per_second:.1f} img/s, "
         f"{plan.device_kind}) -> {out_path}")

@@ -253,9 +253,9 @@ def test_a_hard_kill_never_leaves_a_manifest_describing_other_data(workdir, poin
     from flowerbench.fetch import tree_digest
 
     write_params(workdir / "params.yaml", tiny_params(**{"data.standin_px": 40}))
-    env = cli_env(FLOWERBENCH_TEST_HOOK=f"kill:{point}")
+    env = cli_env(FLOWERBENCH_FAILPOINT=f"kill:{point}")
     proc = run_cli("fetch", cwd=workdir, timeout=120, env=env)
-    assert proc.returncode == -9 and f"[testhook] kill at {point}" in proc.stderr, proc.stderr[-2000:]
+    assert proc.returncode == -9 and f"[failpoint] kill at {point}" in proc.stderr, proc.stderr[-2000:]
     manifest = workdir / "data" / "manifest.json"
     if manifest.exists():
         assert json.loads(manifest.read_text())["tree_sha256"] == tree_digest(workdir / "data" / "flower_photos")

@@ -140,7 +140,7 @@ NO_GPU_DEVICE = "this host has no GPU device (/dev/nvidia*, /dev/kfd, /dev/dxg)"
 
 
 def _gpu_device_here() -> bool:
-    from flowerbench.devices import no_gpu_device
+    from flowerbench.host import no_gpu_device
 
     return not no_gpu_device()
 

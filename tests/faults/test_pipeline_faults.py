@@ -45,9 +45,9 @@ def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
     holder = open(lock, "w")  # what a running `make reproduce` holds
     fcntl.flock(holder, fcntl.LOCK_EX)
     first = _dvc_popen(["repro", "-f", "-s", "report"], pipeline_repo,
-                       FLOWERBENCH_TEST_HOOK=f"pause:report-start:{go}")
+                       FLOWERBENCH_FAILPOINT=f"pause:report-start:{go}")
     try:
-        read_until(first, first.stdout, "[testhook] pause at report-start")
+        read_until(first, first.stdout, "[failpoint] pause at report-start")
         second = dvc("repro", cwd=pipeline_repo, check=False, timeout=120)
         said = second.stdout + second.stderr
         assert second.returncode != 0 and "Running stage" not in said
@@ -78,9 +78,9 @@ def test_a_hard_kill_mid_stage_loses_nothing_committed_and_the_rerun_completes(p
     result = pipeline_repo / "results" / "single_custom.json"
     committed = result.read_bytes()
     killed = _dvc_popen(["repro", "-f", "-s", "train@single_custom"], pipeline_repo,
-                        FLOWERBENCH_TEST_HOOK="kill:after-first-epoch")
+                        FLOWERBENCH_FAILPOINT="kill:after-first-epoch")
     out = killed.communicate(timeout=300)[0]
-    assert killed.returncode != 0 and "[testhook] kill at after-first-epoch" in out, out[-3000:]
+    assert killed.returncode != 0 and "[failpoint] kill at after-first-epoch" in out, out[-3000:]
     assert not result.exists()
     assert not list((pipeline_repo / "results").glob(".single_custom.json.*"))
     assert set(status(pipeline_repo)) == {"train@single_custom", "report"}
@@ -100,7 +100,7 @@ def test_a_kill_mid_write_leaves_the_old_result_and_a_scratch_file_dvc_ignores(p
     file in results/ (a dependency of the report) is ignored by DVC, so nothing looks changed."""
     result = pipeline_repo / "results" / "single_fit.json"
     committed = result.read_bytes()
-    env = cli_env(FLOWERBENCH_TEST_HOOK="kill:mid-write")
+    env = cli_env(FLOWERBENCH_FAILPOINT="kill:mid-write")
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
     # train clears its own output first (a stale result must not pass for a new one): run the
     # report stage's writer instead, which replaces files that exist.

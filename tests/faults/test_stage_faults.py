@@ -261,7 +261,7 @@ def test_terms_with_a_probe_that_dies_names_it_and_writes_nothing(workdir):
     (workdir / "results").mkdir()
     old = workdir / "results" / "model-terms.json"
     old.write_text("{}")
-    proc = run_cli("terms", cwd=workdir, timeout=120, env=cli_env(FLOWERBENCH_TEST_HOOK="kill:probe-start"))
+    proc = run_cli("terms", cwd=workdir, timeout=120, env=cli_env(FLOWERBENCH_FAILPOINT="kill:probe-start"))
     assert_clean_failure(proc, 1, f"probe replica on cores {cores[0]} exited before it was ready (rc -9): "
-                                  f"[testhook] kill at probe-start")
+                                  f"[failpoint] kill at probe-start")
     assert not old.exists() and list((workdir / "results").iterdir()) == []

@@ -61,7 +61,8 @@ def one_step(n: int, loop: str, batchnorm: str, scale_batch: int | None = None,
         model.fit(ds, epochs=1, verbose=0, shuffle=False)
     else:
         build_optimizer_in_scope(s, model, opt)
-        step = make_train_step(s, model, opt, GLOBAL, loss_scale_batch=scale_batch)
+        # the misscaled case divides by the per-replica batch where the global one belongs
+        step = make_train_step(model, opt, scale_batch or GLOBAL)
         make_epoch_fn(s, step, graph)(s.experimental_distribute_dataset(ds))
     return [w.numpy() for w in model.trainable_weights]
 

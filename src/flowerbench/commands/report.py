@@ -1,0 +1,23 @@
+"""`python -m flowerbench report`: results/*.json -> reports/ (md, html, figures, metrics, plots)."""
+
+from flowerbench import entry
+
+HELP = "render reports/ (md, html, figures, metrics) from results/*.json"
+
+
+def _run(args, params):
+    from flowerbench import report
+
+    report.run(params)
+
+
+def parser():
+    return entry.parser("report", HELP)
+
+
+def main(argv=None) -> int:
+    return entry.run(parser(), _run, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,24 @@
+"""`python -m flowerbench terms`: the model's terms on this host -> results/model-terms.json."""
+
+from flowerbench import entry
+
+HELP = ("measure the model's terms on this host (input, step alone and side by side, all-reduce) "
+        "and write results/model-terms.json")
+
+
+def _run(args, params):
+    from flowerbench import terms
+
+    terms.run(params, params_path=args.params)
+
+
+def parser():
+    return entry.parser("terms", HELP)
+
+
+def main(argv=None) -> int:
+    return entry.run(parser(), _run, argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
