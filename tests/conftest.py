@@ -224,6 +224,15 @@ def dvc(*args: str, cwd: Path, timeout: float = 600, check: bool = True) -> subp
     return proc
 
 
+def dvc_status(repo: Path) -> dict:
+    """`dvc status --json` minus the host stage's permanent entry: the host stage is always_changed,
+    so this asserts that its entry is exactly "always changed" (else it is kept and shows up in the
+    caller's comparison) and {} means every other stage is up to date."""
+    from flowerbench.lockfile import pending_stages
+
+    return pending_stages(json.loads(dvc("status", "--json", cwd=repo).stdout or "{}"))
+
+
 def _dvc_in_process(args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
     """`dvc ARGS` by `dvc.cli.main` in this process, in `cwd` and `env` (DVC_TEST as in DVC's own
     tests: its JSON written to the captured stdout, no analytics), both restored afterwards."""

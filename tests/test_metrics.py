@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from flowerbench import metrics as M
-from flowerbench.report import versus
+from flowerbench.report.cells import versus
 from flowerbench.results import Result
-from tests.test_report import fake_result
+from tests.helpers.fakes import fake_result
 
 
 def _result(name: str, loop: str, replicas: int, repeats: list[float], calls: list[float] | None = None) -> Result:
@@ -55,7 +55,7 @@ def test_slower_variants_read_as_times_slower_and_both_windows_are_kept():
 
 
 def test_code_state_covers_every_result_not_only_the_first():
-    from flowerbench.report import code_state
+    from flowerbench.report.provenance import code_state
 
     clean = _result("single_fit", "fit", 1, [10.0])
     dirty = Result.model_validate({**_result("mirrored_fit", "fit", 2, [8.0]).as_dict(),
@@ -71,10 +71,11 @@ def test_blog_model_arithmetic():
     """The model of the blog's 4-GPU run, on the default inputs: compute 110.58 / 4, 15 steps x 10
     epochs, PCIe 18.9 ms and NVLink 3.8 ms per step, the blog-era decoder at 800 / 1359 img/s."""
     from flowerbench.config import Params
-    from flowerbench.prose import blog_model_text
+    from flowerbench import blog
+    from flowerbench.report.blog_explained import blog_model_text
 
     p = Params().report
-    m = M.blog_model(p.blog_seconds, p.scaling_model)
+    m = blog.model(p.blog_seconds, p.scaling_model)
     rows = {(r["interconnect"], r["input"]): r for r in m["rows"]}
     assert m["steps"] == 150 and m["compute_seconds"] == pytest.approx(27.645)
     pcie, nvlink = 27.645 + 150 * 0.0189, 27.645 + 150 * 0.0038
@@ -94,7 +95,7 @@ def test_blog_model_arithmetic():
 
 
 def test_findings_never_call_an_indistinguishable_variant_the_winner():
-    from flowerbench.prose import findings
+    from flowerbench.report.headline import findings
 
     base = _result("single_fit", "fit", 1, [10.0, 11.0, 12.0])
     close = _result("single_custom", "custom", 1, [10.2, 10.8, 11.4])

@@ -6,24 +6,7 @@ import pytest
 
 from flowerbench import predict
 from flowerbench.results import make
-from tests.test_report import fake_result
-
-# one replica's step from the custom twin: 57.6 s / (4 epochs x 58 steps of 64 of 3,670 images)
-STEP = 57.6 / (4 * 58)
-
-
-def fake_terms(factor: float = 1.25, allreduce_s: float = 0.05, rate: float = 1000.0) -> dict:
-    """A complete results/model-terms.json for N = 2 (the shape terms.py writes)."""
-    return {"schema_version": predict.TERMS_SCHEMA, "cpu_model": "Test CPU", "cores_per_replica": 1,
-            "started_at": "2026-12-04T09:00:00+00:00", "replicas": [2],
-            "input": {"median_rate": rate, "interval_rate": [rate * 0.9, rate * 1.1], "images": 3670,
-                      "image_size": 224, "cache": True, "seconds": [3.67, 3.67, 3.67]},
-            "step_alone": {"median_seconds": STEP, "interval_seconds": [STEP * 0.9, STEP * 1.1], "batch": 64},
-            "contention": {"2": {"factor": factor, "cores": [[0], [1]],
-                                 "median_seconds_each": [STEP * factor, STEP * factor]}},
-            "allreduce": {"2": {"median_seconds": allreduce_s, "interval_seconds": [allreduce_s, allreduce_s],
-                                "tensors": 161, "parameters": 23_600_000, "cross_device_ops": "CollectiveAllReduce"}}}
-
+from tests.helpers.fakes import STEP, fake_result, fake_terms
 
 def result(name: str, loop: str, replicas: int, seconds: float, pipeline: str = "files", repeats=None, **extra):
     r = fake_result(name, loop, replicas, seconds, "logical_cpu", True)

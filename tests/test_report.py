@@ -8,65 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import report_in_process, run_cli, tiny_params, tree_snapshot, write_params
-
-# variant -> (loop, replicas, timed seconds); tiny_params() declares exactly these (+ multiworker_custom).
-KNOWN = {"single_fit": ("fit", 1, 100.0), "mirrored_fit": ("fit", 2, 60.0), "single_custom": ("custom", 1, 80.0),
-         "mirrored_custom": ("custom", 2, 50.0), "multiworker_custom": ("custom", 2, 70.0)}
-
-
-TEST_HOST = {"host_schema": 1, "cpu_model": "Test CPU", "machine": "x86_64", "usable_cores": 2, "gpu_count": 0,
-             "gpu_models": [], "gpu_driver": None, "tensorflow_build": {"installed": True, "is_cuda_build": False}}
-
-
-def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, synthetic: bool,
-                budget: str | None = None, cores: int | None = None) -> dict:
-    """A complete, valid result (results.Result) with known numbers; on CPUs each replica owns one core
-    (core-matched) unless `budget` says otherwise."""
-    from flowerbench.results import SCHEMA_VERSION
-
-    budget = budget or ("gpu" if "gpu" in kind else "core_matched")
-    cores = cores or (replicas if budget == "core_matched" else 2)
-
-    epochs = 4
-    per = [seconds / epochs * f for f in (0.9, 1.1, 1.0, 1.0)]
-    gpu = "gpu" in kind
-    return {
-        "schema_version": SCHEMA_VERSION, "variant": name, "loop": loop, "replicas": replicas,
-        "workers": replicas if name == "multiworker_custom" else None,
-        "batch_size_per_replica": 64, "global_batch_size": 64 * replicas, "scaling": "weak", "image_size": 224,
-        "pipeline": "files", "model": "resnet50", "optimizer": "adam", "optimizer_class": "Adam",
-        "dtype_policy": "float32", "mixed_precision": False, "jit_compile": False, "steps_per_execution": 1,
-        "custom_graph": "epoch", "parameter_count": 23_600_000, "num_classes": 5,
-        "class_names": ["daisy", "dandelion", "roses", "sunflowers", "tulips"],
-        "images_per_epoch": 3670, "steps_per_epoch": -(-3670 // (64 * replicas)), "warmup_epochs": 1,
-        "epochs": epochs, "repeats": 1, "warmup_seconds": 30.0, "epoch_seconds": per,
-        "epoch_loss": [1.6, 1.2, 0.9, 0.5], "epoch_accuracy": [0.3, 0.5, 0.7, 0.8], "epoch_images": [3670] * epochs,
-        "repeat_seconds": [seconds], "repeat_wall_seconds": [seconds], "timed_seconds": seconds,
-        "images_per_second": 3670 * epochs / seconds, "final_loss": 0.5, "final_accuracy": 0.8,
-        "step_timing": False, "step_seconds": None, "harness_ratio": None, "harness_note": "step_timing is off",
-        "stage_seconds": seconds + 40, "device_kind": kind if replicas > 1 else kind.replace("logical_", ""),
-        "devices": [f"/gpu:{i}" for i in range(replicas)], "emulated": kind.startswith("logical") and replicas > 1,
-        "device_notes": [], "gpu_model": "TEST-GPU" if gpu else None, "physical_gpus": replicas if gpu else 0,
-        "cpu_model": "Test CPU", "cpu_count": 2, "thread_policy": "per_replica", "intra_op_threads": 0,
-        "inter_op_threads": 0, "budget_kind": budget, "cores_per_replica": 1, "budget_cores": cores,
-        "budget_affinity": list(range(cores)) if budget != "gpu" else [], "usable_cores": 2,
-        "readback": {"cpus_allowed_list": f"0-{cores - 1}", "intra_op_threads": 1, "inter_op_threads": replicas},
-        "strategy": "MirroredStrategy", "cross_device_ops": "CollectiveAllReduce",
-        "onednn": "1", "tf_built_with_cuda": True, "data_source": "synthetic" if synthetic else "download",
-        "data_label": None, "data_synthetic": synthetic, "data_tree_sha256": "0" * 64, "params": tiny_params(),
-        "versions": {"python": "3.11", "tensorflow": "2.21.0"}, "git_commit": "abc", "git_dirty": False,
-        "git_changed": [], "host": dict(TEST_HOST), "hostname": "test", "platform": "Linux", "argv": ["train"],
-        "started_at": "2026-12-04T10:00:00+00:00", "finished_at": "2026-12-04T10:05:00+00:00",
-    }
-
-
-def fake_results(results_dir: Path, kind: str = "logical_cpu", synthetic: bool = True) -> None:
-    results_dir.mkdir(parents=True, exist_ok=True)
-    for name, (loop, replicas, secs) in KNOWN.items():
-        r = fake_result(name, loop, replicas, secs, kind, synthetic)
-        (results_dir / f"{name}.json").write_text(json.dumps(r))
-
+from tests.conftest import REPO, report_in_process, run_cli, tiny_params, tree_snapshot, write_params
+from tests.helpers.fakes import KNOWN, TEST_HOST, fake_result, fake_results, fake_terms  # noqa: F401
 
 def _report(workdir: Path, in_process: bool = True):
     proc = report_in_process(workdir) if in_process else run_cli("report", cwd=workdir, timeout=120)
@@ -360,7 +303,6 @@ def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
     """Predicted beside measured for every core-matched multi-replica run, from the terms file and
     the tensors twin; a miss says by how much and which term is missing, and the blog section says
     that the model failed here before it uses it."""
-    from tests.test_predict import fake_terms
 
     fake_results(workdir / "results")
     p = tiny_params()
@@ -411,3 +353,27 @@ def test_without_terms_the_model_is_not_claimed(workdir):
     md = (workdir / "reports" / "report.md").read_text()
     assert "No terms were measured (results/model-terms.json is missing" in md
     assert "This model has not been tested on this host" in md.split("## The blog explained")[1]
+
+
+def test_no_generated_sentence_holds_a_literal_number():
+    """Every number the report's words carry is computed (or a format spec): the string literals of
+    the report's sections (docstrings aside) hold no number with a unit.  The 95 % of the intervals
+    is the one constant the words may name, and the section modules are each one room of the report."""
+    import ast
+
+    pkg = REPO / "src" / "flowerbench" / "report"
+    unit = re.compile(r"(?<![\w.{:\[])[-+]?\d+(\.\d+)?\s?(%|x\b|s\b|ms\b|img/s|MB|GB|\simages\b|\scores?\b)")
+    found = []
+    for path in sorted(pkg.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef))
+                and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                found += [f"{path.name}:{node.lineno}: {m.group(0)!r}" for m in unit.finditer(node.value)
+                          if not m.group(0).startswith("95")]
+    assert found == []
+    sections = {p.stem for p in pkg.glob("*.py")} - {"__init__", "cells", "figures"}
+    assert sections == {"opening", "headline", "inputs", "audit", "prediction", "blog_explained", "conclusion",
+                        "provenance"}
+    assert max(len(p.read_text().splitlines()) for p in pkg.glob("*.py")) < 300

@@ -43,7 +43,7 @@ def test_the_terms_stage_measures_the_model_on_this_host(workdir):
     assert d["seconds_beyond_terms"] == pytest.approx(d["median_seconds"] - k["factor"] * alone["median_seconds"]
                                                       - a["median_seconds"])
     # the report: the measured terms listed; with no tensors twin, the core-matched runs not predicted
-    from tests.test_report import fake_results
+    from tests.helpers.fakes import fake_results
 
     fake_results(workdir / "results")
     write_params(workdir / "params.yaml", tiny_params())

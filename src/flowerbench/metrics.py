@@ -1,7 +1,6 @@
 """The report's numbers, computed from results alone: no files, no figures, no text.
 
-Speedup, reduction and scaling efficiency per variant, the blog's claims
-re-derived from its own times, the input-pipeline ceiling, the tidy per-epoch
+Speedup, reduction and scaling efficiency per variant, the input-pipeline ceiling, the tidy per-epoch
 table, the `dvc plots` data and the numbers-only `reports/metrics.json`.
 """
 
@@ -14,13 +13,6 @@ from .results import Result
 
 # Params that must agree between results for their timings to be comparable.
 COMPARABLE = ("seed", "data", "model", "train")
-# The blog's own baseline, its single-GPU fit() run: its claimed reductions are against it,
-# whatever report.baseline this run compares against.
-BLOG_BASELINE = "single_fit"
-# What the blog ran (its text): the same for every variant but the GPU count.
-BLOG_SETTINGS = {"model": "resnet50", "image_size": 224, "images_per_epoch": 3670, "batch_size_per_replica": 64,
-                 "warmup_epochs": 1, "epochs": 10, "hardware": "4x NVIDIA V100 (one per replica)", "data": "flower_photos"}
-BLOG_REPLICAS = {"single_fit": 1, "mirrored_fit": 4, "mirrored_custom": 4}
 
 
 # Two-sided 95 % quantiles of Student's t by degrees of freedom (standard tables); between
@@ -70,62 +62,6 @@ def mixed_params(results: list[Result]) -> list[str]:
         return {k: p.get(k) for k in COMPARABLE}
     ref = key(results[0])
     return [r.variant for r in results[1:] if key(r) != ref]
-
-
-def blog_audit(blog_seconds: dict[str, float], claimed_pct: dict[str, float]) -> list[dict]:
-    """Every blog variant with what its own times imply: img/s (images x timed epochs / seconds),
-    speedup and reduction vs its single-GPU fit, efficiency (speedup / GPUs), and the claimed
-    reduction beside the derived one where the blog claims one."""
-    base = blog_seconds[BLOG_BASELINE]
-    work = BLOG_SETTINGS["images_per_epoch"] * BLOG_SETTINGS["epochs"]
-    rows = []
-    for name, secs in blog_seconds.items():
-        gpus = BLOG_REPLICAS.get(name)
-        row = {"variant": name, "blog_seconds": secs, "baseline_seconds": base, "gpus": gpus,
-               "images_per_second": work / secs, "speedup": base / secs,
-               "efficiency": None if gpus is None else base / secs / gpus,
-               "derived_reduction_pct": round(reduction_pct(base, secs), 1),
-               "claimed_reduction_pct": claimed_pct.get(name), "discrepancy_pct_points": None}
-        if row["claimed_reduction_pct"] is not None:
-            row["discrepancy_pct_points"] = round(row["claimed_reduction_pct"] - row["derived_reduction_pct"], 1)
-        rows.append(row)
-    return rows
-
-
-def blog_model(blog_seconds: dict[str, float], m) -> dict:
-    """Why the blog's 4 GPUs reached 0.66 / 0.77 efficiency: predicted 4-GPU times per bound.
-
-    Weak scaling, as the blog: each GPU does 1/N of every epoch at a fixed per-GPU batch, so
-    compute = single-GPU time / N; each step adds one ring all-reduce of the fp32 gradients
-    (2(N-1)/N of them move per GPU); the input pipeline must decode every image of every epoch.
-    Epoch time ~ max(input time, compute / N + steps x all-reduce time).  `m`: ScalingModelParams."""
-    import math
-
-    s = BLOG_SETTINGS
-    t1 = blog_seconds[BLOG_BASELINE]
-    work = s["images_per_epoch"] * s["epochs"]
-    steps = math.ceil(s["images_per_epoch"] / (s["batch_size_per_replica"] * m.gpus)) * s["epochs"]
-    compute = t1 / m.gpus
-    gradient_mb = m.parameters * 4 / 1e6
-    compute_link = {link: compute + steps * t for link, t in m.allreduce_seconds_per_step.items()}
-    input_s = {cores: work / rate for cores, rate in m.blog_input_images_per_second.items()}
-    rows = []
-    for link, c in compute_link.items():
-        for cores, i in input_s.items():
-            t = max(c, i)
-            rows.append({"interconnect": link, "input": f"blog-era pipeline, {cores}", "compute_seconds": c,
-                         "input_seconds": i, "predicted_seconds": t, "efficiency": t1 / (t * m.gpus),
-                         "bound": "input" if i > c else "compute + all-reduce"})
-    fastest_compute = min(compute_link.values())
-    blog_4 = {k: v for k, v in blog_seconds.items() if BLOG_REPLICAS.get(k, 1) == m.gpus}
-    return {"rows": rows, "steps": steps, "compute_seconds": compute, "gradient_mb": gradient_mb,
-            "ring_mb_per_step": 2 * (m.gpus - 1) / m.gpus * gradient_mb,
-            "images": work, "single_gpu_images_per_second": work / t1,
-            "needed_images_per_second": work / fastest_compute,
-            "cores_needed_ours": work / fastest_compute / m.ours_input_images_per_second_per_core,
-            "blog_implied_images_per_second": {k: work / v for k, v in blog_4.items()},
-            "input_seconds": input_s, "compute_link_seconds": compute_link,
-            "fastest_compute_seconds": fastest_compute}
 
 
 def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:

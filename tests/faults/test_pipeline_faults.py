@@ -9,8 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import REPO, VENV_BIN, cli_env, dvc, git, read_until
-from tests.test_dvc import status
+from tests.conftest import REPO, VENV_BIN, cli_env, dvc, dvc_status as status, git, read_until
 
 def _dvc_popen(args: list[str], cwd: Path, **extra_env: str) -> subprocess.Popen:
     env = cli_env(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(cwd / ".dvc" / "tmp" / "site-cache"), **extra_env)

@@ -76,7 +76,7 @@ def test_missing_data_folder(workdir):
 @pytest.fixture(scope="session")
 def rendered(tiny_data, tmp_path_factory) -> Path:
     """Hand-made results for every variant and the good report rendered from them, once per worker."""
-    from tests.test_report import fake_results
+    from tests.helpers.fakes import fake_results
 
     root = tmp_path_factory.mktemp("rendered")
     shutil.copytree(tiny_data, root / "data")

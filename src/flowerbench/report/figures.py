@@ -1,0 +1,237 @@
+"""The report's figures (seaborn, PNG bytes in memory): one function per figure, each taking the data
+it needs and returning (png, caption), or None where the figure has nothing to show.  Nothing here
+reads or writes a file.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Optional
+
+from .. import blog
+from ..config import ReportParams
+from ..results import Result
+from .cells import change_label, change_words
+
+Figure = Optional[tuple[bytes, str]]
+OPENING_FIGURE = "scaling.png"   # the answer, right under the opening sentence
+
+
+def _png(fig, dpi: int) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _style():
+    """(pyplot, seaborn, the loop colours, the palette) with the report's theme set."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook", palette="colorblind")
+    colors = sns.color_palette("colorblind", 3)
+    return plt, sns, {"fit": colors[0], "custom": colors[1]}, colors
+
+
+def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind_label: str,
+            audit: list[dict]) -> dict[str, tuple[bytes, str]]:
+    """Every figure that has something to show: file name -> (png, caption)."""
+    order, dpi, base = [r.variant for r in results], report.figure_dpi, report.baseline
+    drawn = {"timed_seconds.png": timed_seconds(results, metrics, base, kind_label, dpi),
+             "vs_blog.png": vs_blog(metrics, audit, kind_label, dpi),
+             "reduction.png": reduction(order, metrics, audit, base, dpi),
+             "epoch_seconds.png": epoch_seconds(df, order, dpi),
+             "scaling.png": scaling(results, metrics, audit, kind_label, dpi)}
+    return {name: fig for name, fig in drawn.items() if fig is not None}
+
+
+def timed_seconds(results: list[Result], metrics: dict, base: str, kind_label: str, dpi: int) -> Figure:
+    """Timed seconds per variant: median with its 95 % interval, labelled with the change vs the baseline."""
+    plt, _, loop_color, _ = _style()
+    order = [r.variant for r in results]
+
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.25 * len(order)), 4.6))
+    med = [metrics[v]["timed_seconds"] for v in order]
+    lo = [metrics[v]["timed_seconds_ci_low"] for v in order]
+    hi = [metrics[v]["timed_seconds_ci_high"] for v in order]
+    yerr = [[m - (l if l is not None else m) for m, l in zip(med, lo)],
+            [(h if h is not None else m) - m for m, h in zip(med, hi)]]
+    ax.bar(order, med, yerr=yerr, capsize=5, color=[loop_color[metrics[v]["loop"]] for v in order])
+    top = [h if h is not None else m for m, h in zip(med, hi)]
+    for x, (v, t) in enumerate(zip(order, top)):
+        ax.annotate(change_label(metrics[v], v == base), (x, t), ha="center", va="bottom", xytext=(0, 6),
+                    textcoords="offset points", fontsize=9)
+    ax.set_ylim(0, max(top) * 1.2)
+    ax.set_ylabel(f"timed seconds ({results[0].epochs} epochs, median)")
+    ax.set_xlabel("")
+    ax.set_title(f"Time per variant vs {base} (blue: fit, orange: custom loop)", fontsize=11)
+    ax.text(0.0, -0.32, kind_label, transform=ax.transAxes, fontsize=8, color="grey")
+    ax.tick_params(axis="x", rotation=25)
+    return (_png(fig, dpi), "Timed seconds per variant (median over repeats; whisker: 95% "
+                                "t-interval, none for a single repeat), labelled with the change vs the baseline.")
+
+
+def vs_blog(metrics: dict, audit: list[dict], kind_label: str, dpi: int) -> Figure:
+    """This run beside the blog's published times: one horizontal panel each (different hardware)."""
+    plt, _, loop_color, _ = _style()
+
+    names = [a["variant"] for a in audit if a["variant"] in metrics]
+    if not names:
+        return None
+    published = {a["variant"]: a for a in audit}
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.7 * len(names) + 2.2))
+    ours = [metrics[n]["timed_seconds"] for n in names]
+    theirs = [published[n]["blog_seconds"] for n in names]
+    for a, vals, title in ((a1, ours, f"this run [{kind_label}]"), (a2, theirs, f"blog, {blog.HARDWARE} (as published)")):
+        a.barh(names, vals, color=[loop_color[metrics[n]["loop"]] for n in names])
+        a.invert_yaxis()
+        a.set_xlim(0, max(vals) * 1.45)
+        a.set_xlabel("timed seconds")
+        a.set_title(title, fontsize=10)
+    for y, n in enumerate(names):
+        a1.annotate(change_label(metrics[n], n == blog.BASELINE), (ours[y], y), va="center", xytext=(4, 0),
+                    textcoords="offset points", fontsize=9)
+        b = published[n]
+        text = "baseline" if n == blog.BASELINE else change_words(b["derived_reduction_pct"], b["speedup"], "less")
+        if b["claimed_reduction_pct"] is not None:
+            text += f" (claims {b['claimed_reduction_pct']:.1f}%)"
+        a2.annotate(text, (theirs[y], y), va="center", xytext=(4, 0), textcoords="offset points", fontsize=9)
+    a2.set_yticklabels([])
+    fig.suptitle("This run vs the blog (each on its own axis: different hardware and settings)", fontsize=11)
+    fig.tight_layout()
+    return (_png(fig, dpi), f"Time per variant, this run beside the blog's published {blog.HARDWARE} "
+                          f"timings; labels are the change vs {blog.BASELINE} within each panel, with the "
+                          "blog's claimed reduction beside the one its own times give.")
+
+
+def reduction(order: list[str], metrics: dict, audit: list[dict], base: str, dpi: int) -> Figure:
+    """Reduction vs the baseline with its interval, the blog's reductions as markers."""
+    plt, _, loop_color, colors = _style()
+
+    others = [v for v in order if v != base]
+    if not others:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 0.55 * len(others) + 1.8))
+    for y, v in enumerate(others):
+        m = metrics[v]
+        red = m["reduction_vs_baseline_pct"]
+        if m["reduction_ci_low_pct"] is not None:
+            ax.plot([m["reduction_ci_low_pct"], m["reduction_ci_high_pct"]], [y, y], color="black", lw=1.5)
+        ax.plot(red, y, "o", color=loop_color[m["loop"]], ms=8, label="this run (95% CI)" if y == 0 else None)
+    published = {a["variant"]: a for a in audit}
+    shown = False
+    for y, v in enumerate(others):
+        if v in published:
+            ax.plot(published[v]["derived_reduction_pct"], y, "D", color=colors[2], ms=7,
+                    label=None if shown else "blog (from its times)")
+            shown = True
+    ax.axvline(0, color="grey", lw=1)
+    ax.set_yticks(range(len(others)), others)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"time reduction vs {base} (%; left of 0 = slower)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"Reduction vs {base}", fontsize=11)
+    return (_png(fig, dpi), f"Reduction in timed seconds vs {base} with its 95% interval "
+                            "(delta method over repeats; none for a single repeat), and the blog's own "
+                            "reductions (diamonds) where it ran the same variant.")
+
+
+def epoch_seconds(df, order: list[str], dpi: int) -> Figure:
+    """Seconds per epoch, the warm-up apart."""
+    plt, sns, _, _ = _style()
+    from matplotlib.ticker import MaxNLocator
+
+    timed = df[df.phase == "timed"]
+    fig, (ax_w, ax_t) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 2]})
+    warm = df[df.phase == "warmup"]
+    pal = dict(zip(order, sns.color_palette("tab10", len(order))))
+    sns.barplot(data=warm, x="variant", y="seconds", order=order, ax=ax_w, hue="variant", palette=pal, legend=False)
+    ax_w.set_title("warm-up (untimed: tracing, first pass)", fontsize=10)
+    ax_w.set_ylabel("seconds")
+    ax_w.set_xlabel("")
+    ax_w.tick_params(axis="x", rotation=60)
+    t2 = timed.assign(timed_epoch=timed.groupby("variant").cumcount() + 1)
+    sns.lineplot(data=t2, x="timed_epoch", y="seconds", hue="variant", style="variant", hue_order=order,
+                 style_order=order, palette=pal, markers=True, dashes=False, ax=ax_t)
+    ax_t.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_t.set_ylim(bottom=0)
+    ax_t.set_title("timed epochs (all repeats in order)", fontsize=10)
+    ax_t.set_xlabel("timed epoch")
+    ax_t.set_ylabel("seconds per epoch")
+    ax_t.legend(fontsize=8, ncol=2)
+    return (_png(fig, dpi), "Seconds per epoch: the warm-up epoch(s) apart (left), timed "
+                                "epochs of every repeat in order (right).")
+
+
+def scaling(results: list[Result], metrics: dict, audit: list[dict], kind_label: str, dpi: int) -> Figure:
+    """The answer: speed-up and efficiency against replicas, runs that owned their cores (or GPUs) only."""
+    plt, _, loop_color, colors = _style()
+    from matplotlib.ticker import MaxNLocator
+
+    owned = [r for r in results if r.pipeline == "files" and "scaling_efficiency" in metrics[r.variant]]
+    if not any(r.replicas > 1 or r.budget_kind == "threads" for r in owned):
+        return None
+    fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(12, 4.4))
+
+    # side by side at one replica count: fit, threads, custom, multi-worker
+    nudge = {"fit": -0.09, "threads": 0.0, "custom": 0.09, "workers": 0.18}
+
+    def point(ax, x, r, key, fmt, label, **kw):
+        m = metrics[r.variant]
+        y = m["speedup_vs_single_same_loop"] if key == "speedup" else m["scaling_efficiency"]
+        lo = m.get("speedup_vs_single_ci_low" if key == "speedup" else "scaling_efficiency_ci_low")
+        hi = m.get("speedup_vs_single_ci_high" if key == "speedup" else "scaling_efficiency_ci_high")
+        err = None if lo is None else [[y - lo], [hi - y]]
+        ax.errorbar(x, y, yerr=err, fmt=fmt, capsize=4, label=label, **kw)
+
+    for key, ax in (("speedup", ax_s), ("efficiency", ax_e)):
+        for loop in ("fit", "custom"):
+            line = {}
+            for r in owned:  # the declared variant wins over a sweep's at the same replica count
+                if r.loop == loop and not r.workers and r.budget_kind != "threads":
+                    line.setdefault(r.replicas, r)
+            if len(line) > 1:
+                xs = sorted(line)
+                ys = [metrics[line[x].variant]["speedup_vs_single_same_loop" if key == "speedup"
+                                               else "scaling_efficiency"] for x in xs]
+                ax.plot([x + (nudge[loop] if x > 1 else 0) for x in xs], ys, "-", color=loop_color[loop], alpha=0.6)
+                for n, x in enumerate(xs):
+                    point(ax, x + (nudge[loop] if x > 1 else 0), line[x], key, "o",
+                          f"this host, {loop} (replicas)" if n == 0 else None, color=loop_color[loop])
+        for r in owned:
+            if r.workers:
+                point(ax, r.replicas + nudge["workers"], r, key, "s", f"this host, {r.variant} (separate processes)",
+                      color=loop_color[r.loop], ms=9, mfc="none", mew=2)
+            elif r.budget_kind == "threads":
+                scale = r.budget_cores / r.cores_per_replica
+                point(ax, scale, r, key, "D", f"this host, {r.variant} (1 replica, {r.budget_cores} cores "
+                      "as threads)", color=colors[2], ms=8)
+        for a in audit:
+            if a["gpus"] and a["gpus"] > 1:
+                loop = "fit" if "fit" in a["variant"] else "custom"
+                y = a["speedup"] if key == "speedup" else a["efficiency"]
+                ax.plot(a["gpus"], y, "*", color=loop_color[loop], ms=15, mec="black",
+                        label=f"blog {blog.HARDWARE}, {a['variant']} ({y:.2f})")
+        top = max(4, max(r.replicas for r in results))
+        if key == "speedup":
+            ax.plot([1, top], [1, top], "--", c="grey", lw=1, label="linear")
+            ax.set_ylabel("speed-up vs 1 replica, same loop")
+            ax.set_ylim(0, top + 0.5)
+        else:
+            ax.axhline(1.0, ls="--", c="grey", lw=1)
+            ax.set_ylabel("scaling efficiency (speed-up / replicas)")
+            ax.set_ylim(0, max(1.2, ax.get_ylim()[1]))
+        ax.set_xlim(0.5, top + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("replicas (each with its own cores or GPU)")
+        ax.legend(fontsize=7, loc="upper left" if key == "speedup" else "lower left")
+    fig.suptitle(f"Data-parallel speed-up: this host [{kind_label}] beside the blog", fontsize=10)
+    return (_png(fig, dpi), "Speed-up (left) and efficiency (right) against replicas, each "
+                          "replica on cores (or a GPU) of its own, vs one replica of the same loop on one "
+                          "replica's share, with 95 % intervals; the blog's 4-GPU points as stars. Runs whose "
+                          "replicas shared cores are left out.")

@@ -1,0 +1,115 @@
+"""The report's top: its title, the banners that say what kind of run this was, where each result
+was measured, the answer in one sentence, the answer's figure and the settings in one line."""
+
+from __future__ import annotations
+
+from ..blog import HARDWARE
+from ..host import label as host_label
+from ..render import banner, bullets, figure
+from ..results import Result
+from .cells import efficiency_words, scaled, side, speedup_words, unclear_words
+from .figures import OPENING_FIGURE
+
+
+def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: list[str], here: dict,
+            figs: dict[str, tuple[bytes, str]]) -> list[str]:
+    """Title, banners, where measured, the answer and its figure, the settings."""
+    r0 = results[0]
+    scaling = ("the global batch grows with replicas, as in the blog, so runs differ in steps per epoch"
+               if r0.scaling == "weak" else
+               "the global batch is fixed and split across replicas, so every run takes the same optimisation steps")
+    data = ("a generated stand-in for flower_photos (not the real photos)" if any(r.data_synthetic for r in results)
+            else "flower_photos")
+    b = [f"# flowerbench report: multi-replica {r0.model} training on {data}"]
+    measured, elsewhere = where_measured(results, here)
+    b += [banner(t) for t in banners(results) + elsewhere]
+    b += [banner(f"WARNING: {w}") for w in warnings]
+    b.append(f"Rendered on {host_label(here)}. Where each result was measured:")
+    b.append(bullets(measured))
+    b.append(answer(results, metrics, audit))
+    if OPENING_FIGURE in figs:
+        b.append(figure(OPENING_FIGURE, figs[OPENING_FIGURE][1]))
+    b.append(f"{len(results)} variant(s); {r0.image_size} px, {r0.images_per_epoch} images per epoch, "
+             f"{r0.batch_size_per_replica} per replica ({r0.scaling} scaling: {scaling}), {r0.warmup_epochs} "
+             f"warm-up + {r0.epochs} timed epoch(s), model {r0.model}.")
+    return b
+
+
+def banners(results: list[Result]) -> list[str]:
+    out = []
+    r0 = results[0]
+    matched = [r for r in results if r.budget_kind == "core_matched" and r.replicas > 1]
+    if matched:
+        c = sorted({r.cores_per_replica for r in matched})
+        out.append(f"CORE-MATCHED CPU RUN: in {', '.join(r.variant for r in matched)} every replica had its own "
+                   f"{'/'.join(map(str, c))} CPU core(s) (affinity mask), and the 1-replica baselines one "
+                   f"replica's share ({r0.cpu_model}, {r0.usable_cores} usable cores). A real data-parallel "
+                   f"measurement on CPU cores, not a GPU result.")
+    shared = [r for r in results if r.replicas > 1 and r.budget_kind in ("oversubscribed", "shared")]
+    if shared:
+        out.append(f"OVERSUBSCRIBED: {', '.join(f'{r.variant} ({r.replicas} replicas)' for r in shared)} shared "
+                   f"{r0.usable_cores} CPU core(s) ({r0.cpu_model}): emulation, which shows the software path "
+                   f"runs, not a speed-up; kept out of the speed-up and efficiency figures.")
+    emulated_gpu = sorted({r.variant for r in results if r.device_kind == "logical_gpu"})
+    if emulated_gpu:
+        out.append(f"EMULATION: {', '.join(emulated_gpu)} ran as logical GPUs sharing one {r0.gpu_model}: "
+                   "they measure the software path, not multi-GPU speed-up.")
+    if all(r.device_kind in ("cpu", "logical_cpu", "local_cpu_workers", "cpu_workers") for r in results):
+        out.append("CPU RUN: no GPU was used; these are not GPU results.")
+    if any(r.data_synthetic for r in results):
+        out.append("SYNTHETIC DATA: trained on the generated stand-in, NOT the real flower_photos "
+                   "(no network to download it). Accuracy numbers say nothing about real flowers.")
+    ceiling = [r.variant for r in results if r.pipeline == "tensors"]
+    if ceiling:
+        out.append(f"INPUT CEILING: {', '.join(ceiling)} fed random in-memory tensors (no JPEG decoding): "
+                   "they measure the model alone, not the data pipeline.")
+    return out
+
+
+def where_measured(results: list[Result], here: dict) -> tuple[list[str], list[str]]:
+    """(lines, banners): which host measured each result and when, grouped by host; a banner for
+    every group measured on another host than `here` (the description of the machine rendering)."""
+    groups: dict[str, list[Result]] = {}
+    for r in results:
+        groups.setdefault(host_label(r.host), []).append(r)
+    lines, out = [], []
+    for name, rs in groups.items():
+        same = rs[0].host == here
+        days = sorted({r.started_at[:10] for r in rs})
+        hosts = sorted({r.hostname for r in rs})
+        lines.append(f"{'this host' if same else 'ANOTHER host'} ({name}; hostname {', '.join(hosts)}), "
+                     f"{' to '.join([days[0], days[-1]] if len(days) > 1 else days)}: "
+                     f"{', '.join(r.variant for r in rs)}")
+        if not same:
+            out.append(f"MEASURED ELSEWHERE: {len(rs)} of {len(results)} results ({', '.join(r.variant for r in rs)}) "
+                       f"were measured on {name} (hostname {', '.join(hosts)}, {days[-1]}), not on this "
+                       f"report's host ({host_label(here)}); their timings describe that machine. "
+                       f"`make remeasure` measures them here.")
+    return lines, out
+
+
+def answer(results: list[Result], metrics: dict, audit: list[dict]) -> str:
+    """The report's opening sentence: the measured speed-up with its interval, beside the blog's."""
+    runs = scaled(results, metrics)
+    blog = "; ".join(f"{a['variant']} {a['speedup']:.2f}x (efficiency {a['efficiency']:.2f})"
+                     for a in audit if a["gpus"] and a["gpus"] > 1)
+    if not runs:
+        return ("**No run here had replicas on cores (or GPUs) of their own, so this report cannot say how much "
+                f"faster data-parallel training gets** (see the banners). The blog's {HARDWARE}: {blog}.")
+    r0 = runs[0]
+    where = (f"{r0.gpu_model} GPUs" if r0.budget_kind == "gpu" else
+             f"{r0.cpu_model} CPU cores, {r0.cores_per_replica} per replica")
+    parts = [f"{r.variant} ({r.replicas} {'workers' if r.workers else 'replicas'}) {speedup_words(metrics[r.variant])}"
+             f"{unclear_words(metrics[r.variant])}, efficiency {efficiency_words(metrics[r.variant])}" for r in runs]
+    sides = {side(metrics[r.variant]) for r in runs}
+    how = ("was faster than" if sides == {"faster"} else "was slower than" if sides == {"slower"} else
+           "measured against")
+    threads = [r for r in results if r.budget_kind == "threads"]
+    more = ""
+    if threads:
+        t = threads[0]
+        more = (f" One replica given the same {t.budget_cores} cores as intra-op threads ({t.variant}): "
+                f"{speedup_words(metrics[t.variant])}{unclear_words(metrics[t.variant])}.")
+    return (f"**On this host ({where}), data-parallel training {how} one replica on one replica's "
+            f"share:** {'; '.join(parts)} (speed-up vs 1 replica of the same loop, 95 % interval).{more} "
+            f"The blog's {HARDWARE}: {blog}.")

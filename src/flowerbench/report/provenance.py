@@ -1,0 +1,49 @@
+"""The provenance section: what produced every result (commits and tree state, versions, host,
+data, devices, params)."""
+
+from __future__ import annotations
+
+from ..metrics import COMPARABLE
+from ..render import bullets
+from ..results import Result
+
+
+ATTRIBUTION = ("The flower_photos images are from Flickr, licensed by their authors under Creative Commons "
+               "Attribution; each photo's author is listed in the LICENSE.txt inside the archive.")
+
+
+def provenance(results: list[Result]) -> list[str]:
+    """What produced the results: commits, versions, host, data, devices; the data's attribution."""
+    r0 = results[0]
+    v = r0.versions
+    # No rendering time: the report is a function of its inputs, so rerendering the same results (a
+    # fresh clone's `make reproduce`) gives the same bytes and leaves dvc.lock as committed.
+    lines = [f"rendered by `python -m flowerbench report` from results measured "
+             f"{min(r.started_at for r in results)} to {max(r.finished_at for r in results)}",
+             code_state(results),
+             "versions: " + ", ".join(f"{k} {v[k]}" for k in sorted(v)),
+             f"host {r0.hostname}: {r0.cpu_model} ({r0.cpu_count} cores), GPU {r0.gpu_model or 'none'}; {r0.platform}",
+             f"data: {r0.data_label or r0.data_source}, source {r0.data_source}, {r0.images_per_epoch} images "
+             f"per epoch, tree sha256 {r0.data_tree_sha256}"]
+    lines += [f"{r.variant}: {r.device_kind} {r.devices}, strategy {r.strategy}, all-reduce {r.cross_device_ops}, "
+              f"threads intra {r.intra_op_threads} / inter {r.inter_op_threads} ({r.thread_policy}), "
+              f"started {r.started_at}" for r in results]
+    b = ["## Provenance", bullets(lines)]
+    if not all(r.data_synthetic for r in results):
+        b.append(f"Data attribution: {ATTRIBUTION}")
+    return b + ["Resolved params of the baseline run:",
+                bullets(f"{k}: {r0.params[k]}" for k in COMPARABLE if k in r0.params)]
+
+
+def code_state(results: list[Result]) -> str:
+    """The commits the results came from and, over every result (not only the first), whether
+    the tree was clean: one dirty result makes the line say which files and which variants."""
+    commits = sorted({r.git_commit or "unknown" for r in results})
+    head = f"git commit {commits[0]}" if len(commits) == 1 else f"git commits {', '.join(commits)} (MIXED)"
+    dirty = [r for r in results if r.git_dirty]
+    if not dirty:
+        unknown = any(r.git_dirty is None for r in results)
+        return f"{head} ({'tree state unknown' if unknown else 'clean tree'} for all {len(results)} results)"
+    files = sorted({f for r in dirty for f in (r.git_changed or [])})
+    return (f"{head}; {len(dirty)} of {len(results)} results ran with uncommitted changes "
+            f"({', '.join(files) or 'files not recorded'}): {', '.join(r.variant for r in dirty)}")

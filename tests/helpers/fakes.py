@@ -1,0 +1,88 @@
+"""Hand-made pipeline files with known numbers, shared by the report, metrics, model and fault tests:
+a complete result (results.Result), a results folder of the tiny params' variants, and a complete
+results/model-terms.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from flowerbench import predict
+from tests.conftest import tiny_params
+
+# variant -> (loop, replicas, timed seconds); tiny_params() declares exactly these (+ multiworker_custom).
+KNOWN = {"single_fit": ("fit", 1, 100.0), "mirrored_fit": ("fit", 2, 60.0), "single_custom": ("custom", 1, 80.0),
+         "mirrored_custom": ("custom", 2, 50.0), "multiworker_custom": ("custom", 2, 70.0)}
+
+
+TEST_HOST = {"host_schema": 1, "cpu_model": "Test CPU", "machine": "x86_64", "usable_cores": 2, "gpu_count": 0,
+             "gpu_models": [], "gpu_driver": None, "tensorflow_build": {"installed": True, "is_cuda_build": False}}
+
+
+def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, synthetic: bool,
+                budget: str | None = None, cores: int | None = None) -> dict:
+    """A complete, valid result (results.Result) with known numbers; on CPUs each replica owns one core
+    (core-matched) unless `budget` says otherwise."""
+    from flowerbench.results import SCHEMA_VERSION
+
+    budget = budget or ("gpu" if "gpu" in kind else "core_matched")
+    cores = cores or (replicas if budget == "core_matched" else 2)
+
+    epochs = 4
+    per = [seconds / epochs * f for f in (0.9, 1.1, 1.0, 1.0)]
+    gpu = "gpu" in kind
+    return {
+        "schema_version": SCHEMA_VERSION, "variant": name, "loop": loop, "replicas": replicas,
+        "workers": replicas if name == "multiworker_custom" else None,
+        "batch_size_per_replica": 64, "global_batch_size": 64 * replicas, "scaling": "weak", "image_size": 224,
+        "pipeline": "files", "model": "resnet50", "optimizer": "adam", "optimizer_class": "Adam",
+        "dtype_policy": "float32", "mixed_precision": False, "jit_compile": False, "steps_per_execution": 1,
+        "custom_graph": "epoch", "parameter_count": 23_600_000, "num_classes": 5,
+        "class_names": ["daisy", "dandelion", "roses", "sunflowers", "tulips"],
+        "images_per_epoch": 3670, "steps_per_epoch": -(-3670 // (64 * replicas)), "warmup_epochs": 1,
+        "epochs": epochs, "repeats": 1, "warmup_seconds": 30.0, "epoch_seconds": per,
+        "epoch_loss": [1.6, 1.2, 0.9, 0.5], "epoch_accuracy": [0.3, 0.5, 0.7, 0.8], "epoch_images": [3670] * epochs,
+        "repeat_seconds": [seconds], "repeat_wall_seconds": [seconds], "timed_seconds": seconds,
+        "images_per_second": 3670 * epochs / seconds, "final_loss": 0.5, "final_accuracy": 0.8,
+        "step_timing": False, "step_seconds": None, "harness_ratio": None, "harness_note": "step_timing is off",
+        "stage_seconds": seconds + 40, "device_kind": kind if replicas > 1 else kind.replace("logical_", ""),
+        "devices": [f"/gpu:{i}" for i in range(replicas)], "emulated": kind.startswith("logical") and replicas > 1,
+        "device_notes": [], "gpu_model": "TEST-GPU" if gpu else None, "physical_gpus": replicas if gpu else 0,
+        "cpu_model": "Test CPU", "cpu_count": 2, "thread_policy": "per_replica", "intra_op_threads": 0,
+        "inter_op_threads": 0, "budget_kind": budget, "cores_per_replica": 1, "budget_cores": cores,
+        "budget_affinity": list(range(cores)) if budget != "gpu" else [], "usable_cores": 2,
+        "readback": {"cpus_allowed_list": f"0-{cores - 1}", "intra_op_threads": 1, "inter_op_threads": replicas},
+        "strategy": "MirroredStrategy", "cross_device_ops": "CollectiveAllReduce",
+        "onednn": "1", "tf_built_with_cuda": True, "data_source": "synthetic" if synthetic else "download",
+        "data_label": None, "data_synthetic": synthetic, "data_tree_sha256": "0" * 64, "params": tiny_params(),
+        "versions": {"python": "3.11", "tensorflow": "2.21.0"}, "git_commit": "abc", "git_dirty": False,
+        "git_changed": [], "host": dict(TEST_HOST), "hostname": "test", "platform": "Linux", "argv": ["train"],
+        "started_at": "2026-12-04T10:00:00+00:00", "finished_at": "2026-12-04T10:05:00+00:00",
+    }
+
+
+def fake_results(results_dir: Path, kind: str = "logical_cpu", synthetic: bool = True) -> None:
+    results_dir.mkdir(parents=True, exist_ok=True)
+    for name, (loop, replicas, secs) in KNOWN.items():
+        r = fake_result(name, loop, replicas, secs, kind, synthetic)
+        (results_dir / f"{name}.json").write_text(json.dumps(r))
+
+
+
+# one replica's step from the custom twin: 57.6 s / (4 epochs x 58 steps of 64 of 3,670 images)
+STEP = 57.6 / (4 * 58)
+
+
+def fake_terms(factor: float = 1.25, allreduce_s: float = 0.05, rate: float = 1000.0) -> dict:
+    """A complete results/model-terms.json for N = 2 (the shape terms.py writes)."""
+    return {"schema_version": predict.TERMS_SCHEMA, "cpu_model": "Test CPU", "cores_per_replica": 1,
+            "started_at": "2026-12-04T09:00:00+00:00", "replicas": [2],
+            "input": {"median_rate": rate, "interval_rate": [rate * 0.9, rate * 1.1], "images": 3670,
+                      "image_size": 224, "cache": True, "seconds": [3.67, 3.67, 3.67]},
+            "step_alone": {"median_seconds": STEP, "interval_seconds": [STEP * 0.9, STEP * 1.1], "batch": 64},
+            "contention": {"2": {"factor": factor, "cores": [[0], [1]],
+                                 "median_seconds_each": [STEP * factor, STEP * factor]}},
+            "allreduce": {"2": {"median_seconds": allreduce_s, "interval_seconds": [allreduce_s, allreduce_s],
+                                "tensors": 161, "parameters": 23_600_000, "cross_device_ops": "CollectiveAllReduce"}}}
+
+
