@@ -90,8 +90,23 @@ def test_lock_pins_every_direct_dependency_exactly():
     for pkg, version in {"tensorflow": "2.21.0", "keras": "3.15.1", "dvc": "3.67.1", "pandas": "2.3.3",
                          "seaborn": "0.13.2"}.items():
         assert pins[pkg] == version
-    for pkg in ("matplotlib", "pyyaml", "pydantic", "pillow", "tqdm", "psutil", "numpy", "pytest"):
+    for pkg in ("matplotlib", "pyyaml", "pydantic", "pillow", "tqdm", "numpy", "pytest"):
         assert pkg in {k.lower() for k in pins}, pkg
+
+
+def test_every_declared_dependency_is_used():
+    """A direct dependency in pyproject.toml is imported by the code (DVC: run by the Makefile too), so a
+    dependency nothing uses cannot stay declared (psutil was)."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    declared = {re.split(r"[<>=\[ ]", d)[0].lower() for d in project["dependencies"]}
+    module = {"pyyaml": "yaml", "pillow": "PIL", "markdown-it-py": "markdown_it"}
+    code = "\n".join(p.read_text() for d in ("src", "benchmarks") for p in (REPO / d).rglob("*.py"))
+    unused = [d for d in sorted(declared)
+              if not re.search(rf"^\s*(import|from) {module.get(d, d)}\b", code, re.M)]
+    assert unused == []
 
 
 def test_params_files_are_valid_and_blog_params_are_the_blogs():
