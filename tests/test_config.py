@@ -53,11 +53,6 @@ def test_validation_messages_name_the_key(raw, needle):
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
-def test_empty_file_means_defaults(tmp_path):
-    (tmp_path / "p.yaml").write_text("")
-    assert load_params(tmp_path / "p.yaml") == Params()
-
-
 @pytest.mark.parametrize("scaling,replicas,expected", [("weak", 4, (32, 128)), ("strong", 4, (8, 32)),
                                                       ("weak", 1, (32, 32)), ("strong", 1, (32, 32))])
 def test_global_batch_size(scaling, replicas, expected):

@@ -12,8 +12,11 @@ def result(name: str, loop: str, replicas: int, seconds: float, pipeline: str = 
     r = fake_result(name, loop, replicas, seconds, "logical_cpu", True)
     r.update(pipeline=pipeline, **extra)
     if repeats:
+        n = r["epochs"] * len(repeats)
         r.update(repeat_seconds=repeats, repeat_wall_seconds=repeats, repeats=len(repeats),
-                 timed_seconds=sorted(repeats)[len(repeats) // 2])
+                 timed_seconds=sorted(repeats)[len(repeats) // 2],
+                 epoch_seconds=[s / r["epochs"] for s in repeats for _ in range(r["epochs"])],
+                 epoch_loss=[1.0] * n, epoch_accuracy=[0.5] * n, epoch_images=[r["images_per_epoch"]] * n)
     return make(r)
 
 

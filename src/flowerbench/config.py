@@ -403,6 +403,11 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ParamsError(f"{path}: YAML syntax error at {where}: {problem}") from None
+    if raw is None or raw == {}:
+        # Every key has a default, so an empty file would run on the code's defaults without a word:
+        # a truncated or blanked params.yaml is refused instead.
+        raise ParamsError(f"{path}: the params file is empty (no keys); restore it (`git checkout {path}`) "
+                          f"or give at least the keys you mean to set")
     return validate(raw, source=str(path))
 
 

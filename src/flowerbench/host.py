@@ -53,11 +53,16 @@ def affinity() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
-def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> Optional[float]:
-    """The CPU quota of this process's cgroup in cores (cgroup v2 cpu.max or v1 cfs_quota), or None."""
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
+
+
+def cgroup_cpu_limit(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> Optional[float]:
+    """The CPU quota of this process's cgroup in cores (cgroup v2 cpu.max or v1 cfs_quota), or None.
+    `proc_cgroup` lists the process's cgroups (/proc/self/cgroup), `root` is where they are mounted."""
     candidates = []
     try:
-        lines = Path("/proc/self/cgroup").read_text(encoding="utf-8").splitlines()
+        lines = proc_cgroup.read_text(encoding="utf-8").splitlines()
     except OSError:
         lines = []
     for line in lines:
@@ -86,11 +91,11 @@ def cgroup_cpu_limit(root: Path = Path("/sys/fs/cgroup")) -> Optional[float]:
     return None
 
 
-def usable_cores() -> int:
+def usable_cores(root: Path = CGROUP_ROOT, proc_cgroup: Path = PROC_CGROUP) -> int:
     """How many cores this process can keep busy: its affinity mask, capped by a cgroup quota
     (a quota of 1.5 cores counts as 1: half a core is not a core a replica can own)."""
     count = len(affinity())
-    limit = cgroup_cpu_limit()
+    limit = cgroup_cpu_limit(root, proc_cgroup)
     if limit is not None:
         count = min(count, max(1, math.floor(limit)))
     return count
@@ -191,6 +196,38 @@ def describe() -> dict[str, Any]:
         "gpu_driver": sorted({d for _, d in gpus})[0] if gpus else None,
         "tensorflow_build": tensorflow_cuda_build(),
     }
+
+
+class HostError(RuntimeError):
+    """data/host.json is unreadable or not a host description of this schema (one line naming it)."""
+
+
+# field -> the types a description of HOST_SCHEMA holds there
+FIELDS = {"host_schema": int, "cpu_model": str, "machine": str, "usable_cores": int, "gpu_count": int,
+          "gpu_models": list, "gpu_driver": (str, type(None)), "tensorflow_build": dict}
+
+
+def load(path: Path) -> dict[str, Any]:
+    """A host description written by the `host` stage, checked: JSON, this schema, every field of its
+    type, at least one usable core, no more GPU models than GPUs."""
+    import json
+
+    try:
+        desc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise HostError(f"{path}: not found; run `python -m flowerbench host` (make reproduce does)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise HostError(f"{path}: not a JSON host description ({exc}); rerun `python -m flowerbench host`") from None
+    if not isinstance(desc, dict) or desc.get("host_schema") != HOST_SCHEMA:
+        got = desc.get("host_schema") if isinstance(desc, dict) else type(desc).__name__
+        raise HostError(f"{path}: host_schema {got!r}, this code reads {HOST_SCHEMA}; rerun `python -m flowerbench host`")
+    for key, kind in FIELDS.items():
+        if key not in desc or not isinstance(desc[key], kind) or isinstance(desc[key], bool):
+            raise HostError(f"{path}: field {key} is missing or of the wrong type; rerun `python -m flowerbench host`")
+    if desc["usable_cores"] < 1 or desc["gpu_count"] < 0 or len(desc["gpu_models"]) > desc["gpu_count"]:
+        raise HostError(f"{path}: impossible host ({desc['usable_cores']} usable cores, {desc['gpu_count']} GPUs, "
+                        f"{len(desc['gpu_models'])} GPU models); rerun `python -m flowerbench host`")
+    return desc
 
 
 def label(desc: dict[str, Any]) -> str:

@@ -130,6 +130,21 @@ class Result(BaseModel):
                    *self.epoch_seconds, *self.epoch_loss]
         if not all(math.isfinite(x) for x in numbers):
             raise ValueError("a timing or loss is not a finite number")
+        # what no run can have written: the report would compute speed-ups and intervals from it
+        if min(self.replicas, self.epochs, self.repeats, self.images_per_epoch, self.batch_size_per_replica) < 1:
+            raise ValueError("replicas, epochs, repeats, images and the batch must each be at least 1")
+        if self.global_batch_size != self.batch_size_per_replica * self.replicas:
+            raise ValueError(f"global_batch_size {self.global_batch_size} is not batch_size_per_replica "
+                             f"{self.batch_size_per_replica} x {self.replicas} replicas")
+        if (len(self.repeat_seconds), len(self.repeat_wall_seconds), len(self.epoch_seconds)) != (
+                self.repeats, self.repeats, self.repeats * self.epochs):
+            raise ValueError(f"{len(self.repeat_seconds)} repeat and {len(self.epoch_seconds)} epoch time(s) for "
+                             f"{self.repeats} repeat(s) of {self.epochs} epoch(s)")
+        times = [*self.epoch_seconds, *self.repeat_seconds, *self.repeat_wall_seconds, self.images_per_second]
+        if min(times) <= 0 or self.warmup_seconds < 0:
+            raise ValueError("a time or rate is zero or negative")
+        if not min(self.repeat_seconds) <= self.timed_seconds <= max(self.repeat_seconds):
+            raise ValueError(f"timed_seconds {self.timed_seconds} lies outside its repeats {self.repeat_seconds}")
         return self
 
     def as_dict(self) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from .config import Params, resolved_dict
 from .deadline import Deadline, guarded
 from .io import write_json
 from .log import get_logger
-from .predict import TERMS_SCHEMA
+from .predict import TERMS_SCHEMA, check_terms
 
 DEADLINE_S = 900           # the whole stage; a probe that hangs is killed with its group
 STEP_COUNT = 12            # timed training steps of each replica probe (alone, side by side)
@@ -201,6 +201,7 @@ def run(params: Params, params_path: str = "params.yaml", out: Path = paths.TERM
         else:
             record.update(measure(params, params_path, usable_ids, replicas, Deadline(DEADLINE_S)))
     record["finished_at"] = provenance.now()
+    check_terms(record, str(out))   # the reader's checks, before anything is written
     if record.get("skipped"):
         log(f"skipped: {record['skipped']}")
     write_json(out, record)

@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 from . import paths, provenance
 from .config import Params, ParamsError, Variant, resolved_dict
-from .io import check_writable, read_json
+from .io import OutputError, check_writable, read_json
 from .log import get_logger
 from .results import Result, make as make_result
 
@@ -75,13 +75,25 @@ def epoch_printer(variant: str, mode: str):
     return hook
 
 
-def data_provenance() -> dict:
+class DataError(RuntimeError):
+    """The fetched data's manifest is missing or malformed (one line naming it)."""
+
+
+def data_provenance(path: Path = paths.MANIFEST) -> dict:
+    """What the result records about its data, from the manifest `fetch` wrote beside it; a missing,
+    corrupt or incomplete manifest is refused (a result must never say its data is unknown)."""
     try:
-        m = read_json(paths.MANIFEST)
-    except (OSError, ValueError):
-        return {"data_source": "unknown (no data/manifest.json)", "data_synthetic": None, "data_tree_sha256": None}
-    return {"data_source": m.get("source"), "data_label": m.get("label"), "data_synthetic": m.get("synthetic"),
-            "data_tree_sha256": m.get("tree_sha256")}
+        m = read_json(path)
+    except OutputError:
+        raise DataError(f"{path}: not found; run `dvc repro fetch` (make reproduce does) first") from None
+    except ValueError as exc:
+        raise DataError(f"{exc}; rerun `dvc repro fetch --force`") from None
+    fields = {"source": str, "synthetic": bool, "tree_sha256": str}
+    bad = [k for k, kind in fields.items() if not isinstance(m, dict) or not isinstance(m.get(k), kind)]
+    if bad:
+        raise DataError(f"{path}: field {bad[0]} is missing or of the wrong type; rerun `dvc repro fetch --force`")
+    return {"data_source": m["source"], "data_label": m.get("label"), "data_synthetic": m["synthetic"],
+            "data_tree_sha256": m["tree_sha256"]}
 
 
 def configure_tensorflow(params: Params):
@@ -168,6 +180,7 @@ def prepare(params: Params, variant: Variant):
 
     batches = batch_sizes(params, variant.replicas)
     check_known_failures(params, variant)
+    data_provenance()                        # the manifest, checked before any work
     images = list_images(paths.FLOWERS, params.seed, params.data.max_images)
     if len(images.files) < batches.global_batch_size:
         # Keras builds a multi-replica fit() from the first global batch; a partial one fails deep in

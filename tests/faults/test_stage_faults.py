@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from flowerbench.results import SCHEMA_VERSION
+from tests.faults.conftest import report_fails
 from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, read_until,
                             report_in_process, run_cli, start_cli, tiny_params, tree_snapshot, write_params)
 
@@ -73,42 +74,14 @@ def test_missing_data_folder(workdir):
 
 # --------------------------------------------------------------------------- report
 
-@pytest.fixture(scope="session")
-def rendered(tiny_data, tmp_path_factory) -> Path:
-    """Hand-made results for every variant and the good report rendered from them, once per worker."""
-    from tests.helpers.fakes import fake_results
-
-    root = tmp_path_factory.mktemp("rendered")
-    shutil.copytree(tiny_data, root / "data")
-    write_params(root / "params.yaml", tiny_params())
-    fake_results(root / "results")
-    ok = report_in_process(root)
-    assert ok.returncode == 0, ok.stderr[-2000:]
-    return root
-
-
-@pytest.fixture
-def report_dir(workdir, rendered):
-    """results/ with hand-made files for every variant, and a good report already rendered (a copy)."""
-    for folder in ("results", "reports"):
-        shutil.copytree(rendered / folder, workdir / folder)
-    return workdir
-
-
-def _report_fails(workdir, needle):
-    before = tree_snapshot(workdir / "reports")
-    proc = run_cli("report", cwd=workdir, timeout=120)
-    assert_clean_failure(proc, 1, needle, before, (workdir / "reports",))
-
-
 def test_report_missing_results_file(report_dir):
     (report_dir / "results" / "mirrored_custom.json").unlink()
-    _report_fails(report_dir, "results/mirrored_custom.json: results file not found")
+    report_fails(report_dir, "results/mirrored_custom.json: results file not found")
 
 
 def test_report_results_not_json(report_dir):
     (report_dir / "results" / "single_custom.json").write_text("{ truncated")
-    _report_fails(report_dir, "results/single_custom.json: not valid JSON")
+    report_fails(report_dir, "results/single_custom.json: not valid JSON")
 
 
 def _edit_result(report_dir, name: str, edit) -> None:
@@ -120,7 +93,7 @@ def _edit_result(report_dir, name: str, edit) -> None:
 
 def test_report_results_missing_field(report_dir):
     _edit_result(report_dir, "mirrored_fit", lambda r: r.pop("timed_seconds"))
-    _report_fails(report_dir, "results/mirrored_fit.json: missing field timed_seconds (written by an older or "
+    report_fails(report_dir, "results/mirrored_fit.json: missing field timed_seconds (written by an older or "
                               "broken run? rerun `dvc repro`)")
 
 
@@ -137,7 +110,7 @@ def test_report_refuses_a_foreign_or_malformed_result(report_dir, edit, needle):
     """Every result goes through the one result model: another schema version, an unknown or
     mistyped field is one line naming the file, and the previous report stays as it was."""
     _edit_result(report_dir, "mirrored_fit", edit)
-    _report_fails(report_dir, f"results/mirrored_fit.json: {needle}")
+    report_fails(report_dir, f"results/mirrored_fit.json: {needle}")
 
 
 @pytest.mark.parametrize("field,value,needle", [

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from .. import blog, metrics as M, paths, predict, render
 from ..config import Params
-from ..host import describe as describe_host, label as host_label
-from ..io import atomic_write, read_json, write_dir, write_json
+from ..host import HostError, describe as describe_host, label as host_label, load as load_host
+from ..io import atomic_write, write_dir, write_json
 from ..log import get_logger
 from ..results import Result, ResultError, load
 from .audit import audit_section
@@ -72,26 +72,26 @@ def load_results(params: Params, results_dir: Path = paths.RESULTS) -> list[Resu
 
 
 def load_terms(path: Path = paths.TERMS) -> dict | None:
-    """results/model-terms.json (stage `terms`), or None where it was not measured."""
+    """results/model-terms.json (stage `terms`), checked (predict.load_terms), or None where it was not
+    measured."""
     if not path.exists():
         return None
     try:
-        terms = read_json(path)
-    except ValueError as exc:
-        raise ReportError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(terms, dict) or terms.get("schema_version") != predict.TERMS_SCHEMA:
-        got = terms.get("schema_version") if isinstance(terms, dict) else None
-        raise ReportError(f"{path}: schema_version {got}, this code reads {predict.TERMS_SCHEMA} (rerun `dvc repro`)")
-    return terms
+        return predict.load_terms(path)
+    except predict.TermsError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def current_host(path: Path = paths.HOST) -> dict:
-    """The machine this report is rendered on: the pipeline's data/host.json, or (the report run
-    on its own, outside DVC) a fresh description."""
-    try:
-        return read_json(path)
-    except (OSError, ValueError):
+    """The machine this report is rendered on: the pipeline's data/host.json, checked (a corrupt or
+    impossible one is refused, naming it), or, with no such file (the report run on its own, outside
+    DVC), a fresh description."""
+    if not Path(path).exists():
         return describe_host()
+    try:
+        return load_host(path)
+    except HostError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def measured_summary(params: Params, since: str, results_dir: Path = paths.RESULTS) -> str:
@@ -135,6 +135,8 @@ def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: l
 
 def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = paths.REPORTS) -> dict:
     results = load_results(params, results_dir)
+    here = current_host()
+    terms = load_terms(results_dir / paths.TERMS.name)
     warnings = []
     mixed = M.mixed_params(results)
     if mixed:
@@ -155,9 +157,8 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     ceiling = M.input_ceiling(results)
     df = M.tidy(results)
     figs = figures(results, metrics, df, params.report, run_kind_label(results), audit)
-    terms = load_terms(results_dir / paths.TERMS.name)
     rows = predict.predictions(results, terms)
-    md = markdown(results, metrics, audit, ceiling, figs, params, warnings, current_host(), terms, rows)
+    md = markdown(results, metrics, audit, ceiling, figs, params, warnings, here, terms, rows)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
