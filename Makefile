@@ -148,7 +148,7 @@ bench: $(STAMP)
 # the data, the report and its figures are in DVC's cache and travel with `dvc push` / `dvc pull`.
 # The remote is opt-in: the first `make push` or `make pull` adds DVC_REMOTE (a directory) as this
 # clone's default remote in .dvc/config.local, unless a remote is configured already (S3, GCS, SSH:
-# README, "Sharing results").
+# docs/pipeline.md, "Sharing results: DVC remotes").
 DVC_REMOTE ?= $(HOME)/.local/share/flowerbench/dvc-remote
 # Moving data needs DVC, not an up-to-date venv: build the venv only when there is none.
 NEED_DVC := $(if $(wildcard $(DVC)),,$(STAMP))

@@ -21,8 +21,10 @@ loop costs outside the steps themselves.
 
 fit     `model.compile(...)` + `model.fit(...)`; Keras scales the loss by the
         global batch and splits the batch across replicas itself.
-custom  the blog's loop: the whole epoch inside one `tf.function`,
-        `strategy.run(step)` per global batch, `strategy.reduce(SUM)`.
+custom  the blog's loop: `strategy.run(step)` per global batch, `strategy.reduce(SUM)`,
+        the loss scaled by the global batch; `train.custom_graph` says how it is traced:
+        `step` (the default: one `tf.function` per global batch, driven from Python) or
+        `epoch` (the blog's: the whole epoch inside one `tf.function`).
 """
 
 from __future__ import annotations
