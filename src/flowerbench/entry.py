@@ -28,15 +28,46 @@ class Terminated(BaseException):
     """Raised from the SIGTERM handler so `finally` blocks and temp-file cleanup run."""
 
 
-def _on_sigterm(signum, frame):  # pragma: no cover - exercised in subprocess tests
-    raise Terminated()
+STOPPED = {signal.SIGINT: (130, "interrupted (SIGINT)"), signal.SIGTERM: (143, "terminated (SIGTERM)")}
 
 
-def parser(name: str, help_: str) -> argparse.ArgumentParser:
-    """A command's parser, with the --params every command takes."""
+def _stop_handler(name: str):
+    """SIGINT and SIGTERM: wait out an atomic write (io.signals_held); in a process that has loaded
+    TensorFlow, say so and exit at once, because unwinding through TensorFlow's running threads can
+    corrupt the heap (a `free(): invalid next size` abort instead of exit 143, seen under load); in
+    any other process raise, so that `finally` blocks run (the launcher kills its workers there)."""
+    def handler(signum, frame):  # pragma: no cover - exercised in subprocess tests
+        from .io import holding
+
+        if holding(signum):
+            return
+        if "tensorflow" in sys.modules:
+            rc, word = STOPPED[signum]
+            print(f"flowerbench {name}: {word}; no result written", file=sys.stderr, flush=True)
+            os._exit(rc)
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated()
+    return handler
+
+
+def parser(name: str, help_: str, flags: Optional[dict] = None) -> argparse.ArgumentParser:
+    """A command's parser: --params, which every command takes, then its own `flags` (the
+    argparse arguments of each, by name; a name without dashes is positional)."""
     p = argparse.ArgumentParser(prog=f"python -m flowerbench {name}", description=help_)
     p.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    for flag, spec in (flags or {}).items():
+        p.add_argument(flag, **spec)
     return p
+
+
+def command(name: str, help_: str, func: Callable, flags: Optional[dict] = None):
+    """A command's (main, parser): `main(argv=None)` parses, loads the params and runs
+    `func(args, params)` under `run`."""
+    def make_parser() -> argparse.ArgumentParser:
+        return parser(name, help_, flags)
+
+    def main(argv: Optional[Sequence[str]] = None) -> int:
+        return run(make_parser(), func, argv)
+    return main, make_parser
 
 
 def run(p: argparse.ArgumentParser, func: Callable, argv: Optional[Sequence[str]] = None) -> int:
@@ -45,7 +76,9 @@ def run(p: argparse.ArgumentParser, func: Callable, argv: Optional[Sequence[str]
     name = p.prog.split()[-1]
     from .log import setup
     setup()
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    for signum in STOPPED:
+        if signal.getsignal(signum) is not signal.SIG_IGN:   # a background job's SIGINT stays ignored
+            signal.signal(signum, _stop_handler(name))
     try:
         params = load_params(args.params)
         checkpoint(f"{name}-start")
@@ -53,12 +86,10 @@ def run(p: argparse.ArgumentParser, func: Callable, argv: Optional[Sequence[str]
     except ParamsError as exc:
         print(f"flowerbench: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"flowerbench {name}: interrupted (SIGINT); no result written", file=sys.stderr)
-        return 130
-    except Terminated:
-        print(f"flowerbench {name}: terminated (SIGTERM); no result written", file=sys.stderr)
-        return 143
+    except (KeyboardInterrupt, Terminated) as exc:
+        rc, word = STOPPED[signal.SIGINT if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM]
+        print(f"flowerbench {name}: {word}; no result written", file=sys.stderr)
+        return rc
     except Exception as exc:  # one line for the user; FLOWERBENCH_DEBUG=1 shows the traceback
         if os.environ.get("FLOWERBENCH_DEBUG"):
             raise

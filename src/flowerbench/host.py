@@ -220,7 +220,8 @@ def load(path: Path) -> dict[str, Any]:
         raise HostError(f"{path}: not a JSON host description ({exc}); rerun `python -m flowerbench host`") from None
     if not isinstance(desc, dict) or desc.get("host_schema") != HOST_SCHEMA:
         got = desc.get("host_schema") if isinstance(desc, dict) else type(desc).__name__
-        raise HostError(f"{path}: host_schema {got!r}, this code reads {HOST_SCHEMA}; rerun `python -m flowerbench host`")
+        raise HostError(f"{path}: host_schema {got!r}, this code reads {HOST_SCHEMA}; "
+                        f"rerun `python -m flowerbench host`")
     for key, kind in FIELDS.items():
         if key not in desc or not isinstance(desc[key], kind) or isinstance(desc[key], bool):
             raise HostError(f"{path}: field {key} is missing or of the wrong type; rerun `python -m flowerbench host`")

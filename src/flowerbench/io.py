@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,38 @@ class OutputError(OSError):
     """An output could not be written (one line naming the path)."""
 
 
+_held: list[int] = []          # signals that arrived while an atomic write held them (entry.py)
+_holding = [0]
+
+
+@contextmanager
+def signals_held():
+    """A block that SIGINT and SIGTERM do not cut: the command's handler (entry.py) sees `holding()`,
+    notes the signal and returns; it is delivered again as the block ends."""
+    _holding[0] += 1
+    try:
+        yield
+    finally:
+        _holding[0] -= 1
+        if not _holding[0] and _held:
+            os.kill(os.getpid(), _held.pop(0))
+            _held.clear()
+
+
+def holding(signum: int) -> bool:
+    """True (and the signal kept for later) while a write holds signals."""
+    if _holding[0]:
+        _held.append(signum)
+        return True
+    return False
+
+
 def atomic_write(path: str | Path, data: bytes | str) -> Path:
-    path = Path(path)
+    with signals_held():
+        return _atomic_write(Path(path), data)
+
+
+def _atomic_write(path: Path, data: bytes | str) -> Path:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

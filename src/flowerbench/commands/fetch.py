@@ -4,6 +4,11 @@ from flowerbench import entry
 
 HELP = "fetch the flower data into data/flower_photos and write data/manifest.json"
 
+FLAGS = {
+    "--source": {"choices": ["auto", "download", "archive", "synthetic"],
+                 "help": "override data.source for this run"},
+}
+
 
 def _run(args, params):
     from flowerbench import fetch
@@ -11,15 +16,7 @@ def _run(args, params):
     fetch.run(params, override=args.source)
 
 
-def parser():
-    p = entry.parser("fetch", HELP)
-    p.add_argument("--source", choices=["auto", "download", "archive", "synthetic"],
-                   help="override data.source for this run")
-    return p
-
-
-def main(argv=None) -> int:
-    return entry.run(parser(), _run, argv)
+main, parser = entry.command("fetch", HELP, _run, FLAGS)
 
 
 if __name__ == "__main__":

@@ -11,12 +11,7 @@ def _run(args, params):
     host.run(paths.HOST)
 
 
-def parser():
-    return entry.parser("host", HELP)
-
-
-def main(argv=None) -> int:
-    return entry.run(parser(), _run, argv)
+main, parser = entry.command("host", HELP, _run)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@ from flowerbench import entry
 
 HELP = "start N local workers on 127.0.0.1 with deadlines and gather one result"
 
+FLAGS = {
+    "--workers": {"type": int, "help": "number of workers (default: multiworker.workers)"},
+}
+
 
 def _run(args, params):
     from flowerbench import multiworker
@@ -11,14 +15,7 @@ def _run(args, params):
     return multiworker.launch_main(params, workers=args.workers, params_path=args.params)
 
 
-def parser():
-    p = entry.parser("launch", HELP)
-    p.add_argument("--workers", type=int, help="number of workers (default: multiworker.workers)")
-    return p
-
-
-def main(argv=None) -> int:
-    return entry.run(parser(), _run, argv)
+main, parser = entry.command("launch", HELP, _run, FLAGS)
 
 
 if __name__ == "__main__":

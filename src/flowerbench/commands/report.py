@@ -11,12 +11,7 @@ def _run(args, params):
     report.run(params)
 
 
-def parser():
-    return entry.parser("report", HELP)
-
-
-def main(argv=None) -> int:
-    return entry.run(parser(), _run, argv)
+main, parser = entry.command("report", HELP, _run)
 
 
 if __name__ == "__main__":

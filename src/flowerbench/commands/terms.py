@@ -12,12 +12,7 @@ def _run(args, params):
     terms.run(params, params_path=args.params)
 
 
-def parser():
-    return entry.parser("terms", HELP)
-
-
-def main(argv=None) -> int:
-    return entry.run(parser(), _run, argv)
+main, parser = entry.command("terms", HELP, _run)
 
 
 if __name__ == "__main__":

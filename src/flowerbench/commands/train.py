@@ -4,6 +4,10 @@ from flowerbench import entry
 
 HELP = "train one variant and write results/<variant>.json"
 
+FLAGS = {
+    "--variant": {"required": True, "help": "variant name from params.yaml (variants, sweep)"},
+}
+
 
 def _run(args, params):
     from flowerbench import train
@@ -11,14 +15,7 @@ def _run(args, params):
     train.run(params, variant_name=args.variant)
 
 
-def parser():
-    p = entry.parser("train", HELP)
-    p.add_argument("--variant", required=True, help="variant name from params.yaml (variants, sweep)")
-    return p
-
-
-def main(argv=None) -> int:
-    return entry.run(parser(), _run, argv)
+main, parser = entry.command("train", HELP, _run, FLAGS)
 
 
 if __name__ == "__main__":

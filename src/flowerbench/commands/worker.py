@@ -5,6 +5,11 @@ from flowerbench import entry
 
 HELP = "run one MultiWorkerMirroredStrategy worker configured by TF_CONFIG"
 
+FLAGS = {
+    "--variant": {"default": "multiworker_custom"},
+    "--out": {"help": "where the chief writes its result JSON (the launcher sets it)"},
+}
+
 
 def _run(args, params):
     from flowerbench import multiworker
@@ -12,15 +17,7 @@ def _run(args, params):
     return multiworker.worker_main(params, variant_name=args.variant, out=args.out)
 
 
-def parser():
-    p = entry.parser("worker", HELP)
-    p.add_argument("--variant", default="multiworker_custom")
-    p.add_argument("--out", help="where the chief writes its result JSON (the launcher sets it)")
-    return p
-
-
-def main(argv=None) -> int:
-    return entry.run(parser(), _run, argv)
+main, parser = entry.command("worker", HELP, _run, FLAGS)
 
 
 if __name__ == "__main__":
