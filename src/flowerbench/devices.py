@@ -16,8 +16,16 @@ Rules (train.device = auto):
     `replicas` logical CPU devices (`logical_cpu`) if train.emulate.
 train.device = gpu refuses to fall back to the CPU; train.device = cpu ignores GPUs.
 
+A worker of a multi-worker job (TF_CONFIG) is planned by `plan_workers`: one
+replica per worker process, kind `local_cpu_workers` / `local_gpu_workers` (or
+without `local_` on several hosts).  `make_strategy(plan)` is the one place that
+builds a strategy: the default one, MirroredStrategy, MultiWorkerMirroredStrategy.
+`tensorflow_gpus` is the one place that asks TensorFlow for GPUs (host.py asks the
+driver and the device nodes, for what must run without TensorFlow).
+
 Cores and threads come from the run's core budget (budget.py): its affinity
 mask is set before TensorFlow is imported, its thread pools here, before any op.
+Every measured process gets here through runtime.start.
 """
 
 from __future__ import annotations
