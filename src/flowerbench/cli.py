@@ -97,6 +97,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv and argv[0] in STAGE_COMMANDS:
         return _command(argv[0]).main(argv[1:])
     if argv and argv[0] in TOOLS:
-        return entry.run(_tool_parser(argv[0]), TOOLS[argv[0]], argv[1:])
+        return entry.run(command_parser(argv[0]), TOOLS[argv[0]], argv[1:])
     build_parser().parse_args(argv)   # --help, or a usage error naming the commands (exit 2)
     return 2
