@@ -107,13 +107,15 @@ def report_in_process(cwd: Path) -> subprocess.CompletedProcess:
     from flowerbench.log import ROOT
 
     logger = logging.getLogger(ROOT)
-    handlers, sigterm = logger.handlers[:], signal.getsignal(signal.SIGTERM)
+    handlers = logger.handlers[:]
+    signals = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # entry.run sets both
     logger.handlers = []                     # cli.main's setup() binds a handler to the redirected stderr
     try:
         return run_in_process(CLI, cli.main, ["report"], cwd)
     finally:
         logger.handlers = handlers
-        signal.signal(signal.SIGTERM, sigterm)
+        for s, handler in signals.items():
+            signal.signal(s, handler)
 
 
 def run_in_process(command: tuple[str, ...], main, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
