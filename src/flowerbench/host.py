@@ -121,13 +121,19 @@ def visible_gpus() -> list[str]:
     return given if given is not None else [str(i) for i, _ in enumerate(_nvidia_smi_gpus())]
 
 
+def _nvidia_smi(query: str, *formats: str) -> Optional[str]:
+    """What `nvidia-smi --query-gpu=QUERY` prints (CSV, no header); None without nvidia-smi or a driver."""
+    fmt = ",".join(("csv", "noheader", *formats))
+    try:
+        return subprocess.run(["nvidia-smi", f"--query-gpu={query}", f"--format={fmt}"],
+                              capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def _nvidia_smi_gpus() -> list[tuple[str, str]]:
     """(model, driver) of every GPU the driver shows; [] without nvidia-smi or a driver."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
+    out = _nvidia_smi("name,driver_version") or ""
     rows = [tuple(part.strip() for part in line.split(",", 1)) for line in out.splitlines() if "," in line]
     return [(r[0], r[1]) for r in rows]
 
@@ -135,10 +141,8 @@ def _nvidia_smi_gpus() -> list[tuple[str, str]]:
 def gpu_memory_mb() -> Optional[int]:
     """The first GPU's memory as the driver reports it; None without nvidia-smi or a driver."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=20, check=True).stdout
-        return int(out.split()[0])
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return int((_nvidia_smi("memory.total", "nounits") or "").split()[0])
+    except (ValueError, IndexError):
         return None
 
 

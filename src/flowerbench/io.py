@@ -38,8 +38,9 @@ def signals_held():
     finally:
         _holding[0] -= 1
         if not _holding[0] and _held:
-            os.kill(os.getpid(), _held.pop(0))
-            _held.clear()
+            signum = _held[0]
+            _held.clear()                # before the handler runs again (it may raise)
+            os.kill(os.getpid(), signum)
 
 
 def holding(signum: int) -> bool:

@@ -147,12 +147,12 @@ def check_terms(record: dict, source: str = "model-terms") -> dict:
 def load_terms(path: Path) -> dict:
     """results/model-terms.json, checked: JSON, this schema, every term the model reads present and
     possible (times and rates > 0 and finite, intervals ordered)."""
-    import json
+    from .io import read_json
 
     try:
-        record = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise TermsError(f"{path}: not valid JSON ({exc})") from None
+        record = read_json(path)
+    except (OSError, ValueError) as exc:      # io names the file: not found, unreadable, not JSON
+        raise TermsError(str(exc)) from None
     if not isinstance(record, dict) or record.get("schema_version") != TERMS_SCHEMA:
         got = record.get("schema_version") if isinstance(record, dict) else type(record).__name__
         raise TermsError(f"{path}: schema_version {got!r}, this code reads {TERMS_SCHEMA} (rerun `dvc repro`)")

@@ -4,7 +4,7 @@
     rt = runtime.start(params.train, 1, core_ids=[0])                     # a probe on the cores it was given
     rt = runtime.start(params.train, n, cluster=(addresses, index),       # one multi-worker worker
                        before_strategy=watchdog)
-    rt.strategy, rt.plan, rt.budget, rt.machine, rt.tf
+    rt.strategy, rt.plan, rt.budget, rt.machine
 
 Every process that times something goes through `start`: the `train` stage, the
 multi-worker worker, the terms probes, and so the bench's runs of our code.  The
@@ -40,7 +40,6 @@ class Runtime:
     budget: CoreBudget       # the cores and threads this process has
     plan: Any                # devices.DevicePlan: what the replicas are
     strategy: Any            # the tf.distribute strategy the run builds its variables under
-    tf: Any                  # the tensorflow module
 
     def devices_record(self) -> dict:
         """The fields a result records about where it ran."""
@@ -87,7 +86,7 @@ def start(train: TrainParams, replicas: int, *, cores: Optional[int] = None,
                                       worker=index if devices.local_cluster(addresses) else 0)
     budgets.pin(budget)
     tensorflow_env()
-    tf = devices.import_tensorflow()
+    devices.import_tensorflow()
     if cluster is not None:
         plan = devices.plan_workers(cluster[0], cluster[1], train, budget)
     else:
@@ -97,4 +96,4 @@ def start(train: TrainParams, replicas: int, *, cores: Optional[int] = None,
     strategy = devices.make_strategy(plan)
     if strategy.num_replicas_in_sync != replicas:
         raise RuntimeError(f"the strategy has {strategy.num_replicas_in_sync} replicas in sync, expected {replicas}")
-    return Runtime(machine=machine, budget=budget, plan=plan, strategy=strategy, tf=tf)
+    return Runtime(machine=machine, budget=budget, plan=plan, strategy=strategy)
