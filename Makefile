@@ -100,9 +100,17 @@ reproduce: $(STAMP)
 	$(call REPRODUCE,)
 
 .PHONY: remeasure
-## remeasure: measure every result again on this host (dvc repro --force: the lock stays consistent)
+## remeasure: measure every result again on this host (empties results/rounds, then dvc repro --force)
 remeasure: $(STAMP)
+	rm -rf results/rounds
 	$(call REPRODUCE,--force)
+
+AB_ARGS ?=
+.PHONY: ab
+## ab: reproducibility: measure the rounds again (B) and test every paired ratio against results/rounds (A) -> reports/ab.md (AB_ARGS=--fresh: A too)
+ab: $(STAMP)
+	$(DVC) repro host fetch
+	$(PY) -m flowerbench ab $(AB_ARGS)
 
 .PHONY: prune-lock
 ## prune-lock: drop dvc.lock entries of stages dvc.yaml no longer has (make reproduce does it too)
@@ -144,7 +152,7 @@ gpu-check: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
-# Sharing: results/*.json, reports/metrics.json and reports/plots/ travel with git (and `dvc exp push`);
+# Sharing: results/ (rounds, terms), reports/metrics.json and reports/plots/ travel with git (and `dvc exp push`);
 # the data, the report and its figures are in DVC's cache and travel with `dvc push` / `dvc pull`.
 # The remote is opt-in: the first `make push` or `make pull` adds DVC_REMOTE (a directory) as this
 # clone's default remote in .dvc/config.local, unless a remote is configured already (S3, GCS, SSH:

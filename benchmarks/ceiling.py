@@ -1,4 +1,5 @@
-"""This host's own arithmetic ceiling, measured the way training runs (oneDNN on, every core):
+"""This host's own arithmetic ceiling, measured the way training runs (oneDNN on, on the cores and
+threads it is given: `make bench` pins it to the budget of the runs it is compared with):
 float32 matmul and 3x3 convolution GFLOP/s, printed as one JSON line.
 
     .venv/bin/python benchmarks/ceiling.py [--seconds 3]
@@ -51,7 +52,10 @@ def measure(seconds: float, matmul_n: int = 2048, conv_shape=(32, 56, 56, 64)) -
     return {"matmul_gflops": _rate(matmul, 2.0 * matmul_n ** 3, seconds),
             "conv3x3_gflops": _rate(conv, 2.0 * n * h * wd * c * c * 9, seconds),
             "matmul_n": matmul_n, "conv_shape": list(conv_shape), "seconds_each": seconds,
-            "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"), "tensorflow": tf.__version__}
+            "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"), "tensorflow": tf.__version__,
+            # what it ran on: the mask it was given and the thread pools TensorFlow was told to use
+            "cpus_allowed": sorted(os.sched_getaffinity(0)),
+            "thread_env": {k: os.environ.get(k) for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}}
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,8 +21,15 @@ REPO = Path(__file__).resolve().parents[1]
 TINY_COUNTS = {"daisy": 6, "dandelion": 6, "roses": 6, "sunflowers": 6, "tulips": 6}
 
 
+# The measurement lock (hostlock.py) is host-wide; the tests' tiny measurements take one of their
+# own, so that `make test` beside a reference run neither waits for it nor disturbs its lock.
+os.environ.setdefault("FLOWERBENCH_MEASURE_LOCK", str(Path(tempfile.mkdtemp(prefix="flowerbench-test-lock-"))
+                                                      / "measure.lock"))
+
+
 def tiny_params(**overrides) -> dict:
-    """Params for seconds-long runs: 32 px, 30 images, the tiny model, 1 warm-up + 1 epoch, 1 repeat."""
+    """Params for seconds-long runs: 32 px, 30 images, the tiny model, 1 warm-up + 1 epoch, 1 repeat,
+    1 round."""
     p = {
         "seed": 123,
         "data": {"source": "synthetic", "image_size": 32, "max_images": 30, "standin_px": 32},
@@ -33,6 +41,7 @@ def tiny_params(**overrides) -> dict:
                      "mirrored_custom": {"loop": "custom", "replicas": 2}},
         "sweep": {"replicas": [], "loops": ["custom"]},
         "multiworker": {"workers": 2, "deadline_s": 120, "join_timeout_s": 60},
+        "rounds": {"count": 1},
     }
     for dotted, value in overrides.items():
         node = p

@@ -15,12 +15,13 @@ import yaml
 
 from flowerbench import paths
 from flowerbench.config import TrainParams
+from flowerbench.measure import SPAWNED
 from tests.conftest import REPO, VENV_BIN, cli_env, copy_pipeline, dvc, dvc_status as status, git, write_params
-from tests.stage_deps import closure
+from flowerbench.closure import closure
 
 PKG_DIR = REPO / "src" / "flowerbench"
 # The commands a stage's command runs: `launch` starts worker processes, `terms` probe processes.
-SPAWNS = {"launch": ["launch", "worker"], "terms": ["terms", "probe"]}
+SPAWNS = {"launch": ["launch", "worker"], "terms": ["terms", "probe"], "rounds": list(SPAWNED)}
 # Params every training stage reads (train.verbose only changes progress output).
 TRAIN_PARAMS = ["seed", "data.image_size", "data.max_images", "data.pipeline", "data.cache", "model",
                 *[f"train.{k}" for k in TrainParams.model_fields if k != "verbose"]]
@@ -41,14 +42,18 @@ def test_dvc_yaml_outputs_match_paths_module():
     st = stages()
     assert st["host"]["outs"] == [{str(paths.HOST): {"cache": False}}] and st["host"]["always_changed"] is True
     # every stage that measures depends on the host description, and so does the report
-    for name in ("train", "sweep", "multiworker", "terms", "report"):
+    assert set(st) == {"host", "fetch", "rounds", "terms", "report"}
+    for name in ("rounds", "terms", "report"):
         assert str(paths.HOST) in _body(st[name])["deps"], name
     assert str(paths.HOST) not in st["fetch"]["deps"]  # the data do not depend on the machine
     assert _names(st["fetch"]["outs"]) == [str(paths.FLOWERS), str(paths.QUARANTINE), str(paths.MANIFEST)]
     report = st["report"]
     assert _names(report["outs"]) == [str(paths.REPORT_MD), str(paths.REPORT_HTML), str(paths.FIGURES), str(paths.PLOTS)]
     assert _names(report["metrics"]) == [str(paths.METRICS)]
-    assert st["train"]["do"]["outs"] == [{f"{paths.RESULTS}/${{key}}.json": {"cache": False}}]
+    # git-tracked, and kept between runs so that an interrupted one resumes (measure.py)
+    assert st["rounds"]["outs"] == [{str(paths.ROUNDS): {"cache": False, "persist": True}}]
+    assert st["terms"]["outs"] == [{str(paths.TERMS): {"cache": False}}]
+    assert str(paths.RESULTS) in report["deps"]   # the rounds and the terms (where the pipeline has them)
     # small results are git-tracked (cache: false, not git-ignored); the report and figures are cached
     assert all(o[next(iter(o))] == {"cache": False} for o in report["outs"] + report["metrics"] if isinstance(o, dict))
     assert [o for o in report["outs"] if isinstance(o, str)] == [str(paths.REPORT_MD), str(paths.REPORT_HTML),
@@ -72,6 +77,9 @@ def test_stage_deps_are_the_code_its_command_runs(name):
         assert '"-m", "flowerbench.commands.worker"' in (PKG_DIR / "multiworker.py").read_text()
     if sub == "terms":
         assert '"-m", "flowerbench.commands.probe"' in (PKG_DIR / "terms.py").read_text()
+    if sub == "rounds":
+        text = (PKG_DIR / "measure.py").read_text()
+        assert all(f'"-m", "flowerbench.commands.{c}"' in text for c in ("train", "launch"))
     want = {f"src/flowerbench/{m}" for m in closure(PKG_DIR, subs)}
     have = {d for d in stage["deps"] if d.startswith("src/")}
     assert want - have == set(), f"{name}: dvc.yaml misses {sorted(want - have)}"
@@ -84,7 +92,7 @@ def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
     no stage on cli.py (the users' dispatcher) or on another stage's command."""
     assert "train.py" not in closure(PKG_DIR, ["fetch"]) and "report/__init__.py" not in closure(PKG_DIR, ["train"])
     assert {"commands/fetch.py", "entry.py", "config.py", "fetch.py", "standin.py"} <= closure(PKG_DIR, ["fetch"])
-    for command in ("host", "fetch", "train", "report", "launch", "worker", "terms", "probe"):
+    for command in ("host", "fetch", "rounds", "train", "report", "launch", "worker", "terms", "probe", "ab"):
         mods = closure(PKG_DIR, [command])
         assert "cli.py" not in mods and "__main__.py" not in mods, command
         assert {m for m in mods if m.startswith("commands/")} == {"commands/__init__.py", f"commands/{command}.py"}
@@ -93,28 +101,29 @@ def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
     assert {"multiworker.py", "training.py", "devices.py"} <= closure(PKG_DIR, ["launch", "worker"])
     assert "train.py" not in closure(PKG_DIR, ["launch", "worker"])
     assert {"fetch.py", "standin.py", "multiworker.py"}.isdisjoint(closure(PKG_DIR, ["train"]))
+    # the rounds run train and launch as processes, never in their own: no TensorFlow code in-process
+    assert {"train.py", "training.py", "multiworker.py", "devices.py"}.isdisjoint(closure(PKG_DIR, ["rounds"]))
+    # the report reads the rounds, it does not run them
+    assert "rounds.py" in closure(PKG_DIR, ["report"]) and "measure.py" not in closure(PKG_DIR, ["report"])
 
 
 def test_param_deps_are_narrow():
     st = stages()
-    assert st["train"]["foreach"] == "${variants}"
-    assert _body(st["train"])["params"] == [{"params.yaml": TRAIN_PARAMS}, "variants.${key}"]
-    assert st["sweep"]["params"] == [{"params.yaml": TRAIN_PARAMS}]
-    assert st["multiworker"]["params"] == [{"params.yaml": TRAIN_PARAMS}, "multiworker"]
+    assert st["rounds"]["params"] == [{"params.yaml": TRAIN_PARAMS}, "variants", "sweep", "multiworker", "rounds"]
     assert st["terms"]["params"] == [{"params.yaml": TRAIN_PARAMS}]  # not the variants: editing one leaves it
     assert not any(p.startswith("train") for p in st["fetch"]["params"])
 
 
 def test_training_params_are_named_once_and_aliased():
-    """dvc.yaml lists the training params once (a YAML anchor in train's meta) and the other training
-    stages alias it, so they can never disagree; DVC resolves the alias to the same keys."""
+    """dvc.yaml lists the training params once (a YAML anchor in the rounds' meta) and the terms stage
+    aliases it, so they can never disagree; DVC resolves the alias to the same keys."""
     text = (REPO / "dvc.yaml").read_text()
-    training = text[text.index("\n  train:\n"):text.index("\n  report:\n")]  # fetch reads `seed` too
+    training = text[text.index("\n  rounds:\n"):text.index("\n  report:\n")]  # fetch reads `seed` too
     for key in TRAIN_PARAMS:
         assert len([l for l in training.splitlines() if l.strip() == f"- {key}"]) == 1, key
-    assert text.count("&training_params") == 1 and text.count("*training_params") == 4  # sweep, multiworker, terms
+    assert text.count("&training_params") == 1 and text.count("*training_params") == 2  # rounds, terms
     listed = dvc("stage", "list", cwd=REPO).stdout  # DVC itself parses the anchors
-    assert "train@single_fit" in listed and "multiworker" in listed
+    assert "rounds" in listed and "terms" in listed
 
 
 # --------------------------------------------------------------------------- a real pipeline
@@ -122,12 +131,16 @@ def test_training_params_are_named_once_and_aliased():
 
 def test_repro_produces_every_result_and_the_report(pipeline_repo):
     repo = pipeline_repo
-    names = sorted(p.stem for p in (repo / "results").glob("*.json"))
-    assert names == sorted(["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "sweep_r2_fit",
-                            "multiworker_custom"])
+    variants = ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "sweep_r2_fit", "multiworker_custom"]
+    names = sorted(p.stem for p in (repo / "results" / "rounds" / "r01").glob("*.json"))
+    assert names == sorted(variants) and not list((repo / "results").glob("*.json"))
+    sched = json.loads((repo / "results" / "rounds" / "schedule.json").read_text())
+    assert sched["count"] == 1 and sorted(sched["order"][0]) == sorted(variants)
+    assert [p["variant"] for p in sched["processes"]] == sched["order"][0]   # run in the recorded order
+    assert all(p["exit_code"] == 0 and p["wall_seconds"] > 0 and len(p["load_before"]) == 3 for p in sched["processes"])
     manifest = json.loads((repo / "data" / "manifest.json").read_text())
     assert manifest["synthetic"] is True and manifest["total"] == 3670
-    r = json.loads((repo / "results" / "mirrored_fit.json").read_text())
+    r = json.loads((repo / "results" / "rounds" / "r01" / "mirrored_fit.json").read_text())
     assert r["replicas"] == 4 and r["device_kind"] == "logical_cpu" and r["git_commit"]
     # made from the committed code: the rewritten outputs of the run (data/host.json included) do not
     # make the tree dirty
@@ -142,11 +155,12 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     assert html.count("data:image/png;base64,") == 5 and "SYNTHETIC DATA" in html
     # the 4-replica runs shared 2 cores: labelled; the 2-replica sweep point owned its cores
     assert "OVERSUBSCRIBED: mirrored_fit (4 replicas), mirrored_custom (4 replicas)" in html
-    assert json.loads((repo / "results" / "sweep_r2_fit.json").read_text())["budget_kind"] == (
+    assert json.loads((repo / "results" / "rounds" / "r01" / "sweep_r2_fit.json").read_text())["budget_kind"] == (
         "core_matched" if len(os.sched_getaffinity(0)) >= 2 else "oversubscribed")
     # git tracks the small results, DVC's cache holds the rest
     tracked = git("ls-files", "results", "reports", "data", cwd=repo).split()
-    assert {"results/single_fit.json", "reports/metrics.json", "reports/plots/epochs.csv"} <= set(tracked)
+    assert {"results/rounds/r01/single_fit.json", "results/rounds/schedule.json", "reports/metrics.json",
+            "reports/plots/epochs.csv"} <= set(tracked)
     assert "reports/report.md" not in tracked and "data/manifest.json" not in tracked
 
 
@@ -173,7 +187,7 @@ def test_plots_draw_one_line_per_variant_warmup_apart(pipeline_repo):
     rows = seconds["content"]["data"]["values"]
     assert {r["variant"] for r in rows} == {"single_fit", "mirrored_fit", "single_custom", "mirrored_custom",
                                             "sweep_r2_fit", "multiworker_custom"}
-    single = json.loads((pipeline_repo / "results" / "single_fit.json").read_text())
+    single = json.loads((pipeline_repo / "results" / "rounds" / "r01" / "single_fit.json").read_text())
     got = [float(r["seconds"]) for r in rows if r["variant"] == "single_fit"]
     assert got == pytest.approx(single["epoch_seconds"], abs=1e-5)  # timed epochs only, no warm-up
     warm = out["Warm-up epoch seconds (includes tracing)"][0]["content"]["data"]["values"]
@@ -183,24 +197,24 @@ def test_plots_draw_one_line_per_variant_warmup_apart(pipeline_repo):
 
 def test_second_repro_is_a_no_op(pipeline_repo):
     """On the same host only the (cheap, always-changed) host stage runs; its output keeps its bytes,
-    so every training stage and the report are skipped."""
-    before = (pipeline_repo / "results" / "single_fit.json").read_bytes()
+    so the rounds and the report are skipped."""
+    before = (pipeline_repo / "results" / "rounds" / "r01" / "single_fit.json").read_bytes()
     host = (pipeline_repo / "data" / "host.json").read_bytes()
     t0 = time.monotonic()
     proc = dvc("repro", cwd=pipeline_repo)
     print(f"no-op dvc repro: {time.monotonic() - t0:.1f} s")
     ran = [l.split("'")[1] for l in proc.stdout.splitlines() if l.startswith("Running stage")]
     assert ran == ["host"], proc.stdout
-    assert "Stage 'train@single_fit' didn't change, skipping" in proc.stdout
-    assert (pipeline_repo / "results" / "single_fit.json").read_bytes() == before
+    assert "Stage 'rounds' didn't change, skipping" in proc.stdout
+    assert (pipeline_repo / "results" / "rounds" / "r01" / "single_fit.json").read_bytes() == before
     assert (pipeline_repo / "data" / "host.json").read_bytes() == host
     assert git("status", "--porcelain", cwd=pipeline_repo) == ""
 
 
-def test_another_core_count_reruns_every_training_stage_and_the_report(pipeline_repo):
+def test_another_core_count_reruns_the_rounds_and_the_report(pipeline_repo):
     """The host as a dependency: the host stage run under a one-core affinity mask (as under
-    `taskset -c 0`) describes another machine, and DVC then finds every training stage and the
-    report changed, through data/host.json alone (nothing is retrained here)."""
+    `taskset -c 0`) describes another machine, and DVC then finds the rounds and the report
+    changed, through data/host.json alone (nothing is retrained here)."""
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
         pytest.skip("one core is all this host has: no other core count to move to")
@@ -212,8 +226,7 @@ def test_another_core_count_reruns_every_training_stage_and_the_report(pipeline_
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert json.loads((pipeline_repo / "data" / "host.json").read_text())["usable_cores"] == 1
         changed = status(pipeline_repo)
-        assert set(changed) == {"train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"}
+        assert set(changed) == {"rounds", "report"}
         for name, entries in changed.items():
             deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
             assert deps == {"data/host.json": "modified"}, (name, entries)
@@ -223,15 +236,13 @@ def test_another_core_count_reruns_every_training_stage_and_the_report(pipeline_
 
 
 def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
-    """Each stage's command line is its own module: an edit to train's reruns the training stages
-    that run it (train@*, sweep@*), not fetch, the multi-worker job or the report's inputs; an edit
-    to the shared entry (entry.py) reruns every stage, as it should."""
+    """Each stage's command line is its own module: an edit to train's reruns the stage that runs it
+    (rounds), not fetch or the report's inputs; an edit to the report's statistics reruns the report
+    alone; an edit to the shared entry (entry.py) reruns every stage, as it should."""
     pkg = pipeline_repo / "src" / "flowerbench"
-    train_cmd, shared = pkg / "commands" / "train.py", pkg / "entry.py"
-    for path, want in ((train_cmd, {"train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                     "train@mirrored_custom", "sweep@2-fit"}),
-                       (shared, {"host", "fetch", "train@single_fit", "train@mirrored_fit", "train@single_custom",
-                                 "train@mirrored_custom", "sweep@2-fit", "multiworker", "report"})):
+    train_cmd, stats, shared = pkg / "commands" / "train.py", pkg / "stats.py", pkg / "entry.py"
+    for path, want in ((train_cmd, {"rounds"}), (stats, {"report"}),
+                       (shared, {"host", "fetch", "rounds", "report"})):
         text = path.read_text()
         try:
             path.write_text(text + "\n# an edit\n")
@@ -246,45 +257,45 @@ def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
     assert status(pipeline_repo) == {}
 
 
-def test_adding_a_variant_leaves_the_others_up_to_date(pipeline_repo):
+def test_a_variant_or_the_round_count_reruns_the_rounds_and_a_report_param_only_the_report(pipeline_repo):
+    """The variants are compared inside rounds, so they are measured together: adding or editing one
+    reruns the one rounds stage (docs/pipeline.md says why); a report param reruns the report alone."""
     params_file = pipeline_repo / "params.yaml"
     text = params_file.read_text()
     try:
-        p = yaml.safe_load(text)
-        p["variants"]["quad_fit"] = {"loop": "fit", "replicas": 4, "pipeline": None}
-        write_params(params_file, p)
-        assert set(status(pipeline_repo)) == {"train@quad_fit", "report"}
-        p["variants"]["single_custom"]["replicas"] = 2  # editing one variant reruns just that one
-        write_params(params_file, p)
-        assert set(status(pipeline_repo)) == {"train@quad_fit", "train@single_custom", "report"}
+        for edit, want in ((("variants", "quad_fit", {"loop": "fit", "replicas": 4, "pipeline": None}),
+                            {"rounds", "report"}),
+                           (("rounds", "count", 3), {"rounds", "report"}),
+                           (("report", "precision_target_pct", 5.0), {"report"})):
+            p = yaml.safe_load(text)
+            p[edit[0]][edit[1]] = edit[2]
+            write_params(params_file, p)
+            assert set(status(pipeline_repo)) == want, edit
     finally:
         params_file.write_text(text)
     assert status(pipeline_repo) == {}
 
 
 def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_path):
-    """On a copy of its own, with two training stages (single_fit and mirrored_custom; the other
-    variants, the sweep point and the multi-worker stage are dropped and committed first,
-    and nothing retrains for that).  Experiment a changes the batch: it retrains both and reruns the
-    report.  Experiment b changes only a report param: it retrains nothing.  Both are listed, compared
-    and restorable."""
+    """On a copy of its own, with two variants (single_fit and mirrored_custom; the other variants,
+    the sweep point and the multi-worker job are dropped and committed first, which reruns the rounds).
+    Experiment a changes the batch: it reruns the rounds and the report.  Experiment b changes only a
+    report param: it measures nothing.  Both are listed, compared and restorable."""
     repo = copy_pipeline(pipeline_built, tmp_path / "exp")
     p = yaml.safe_load((repo / "params.yaml").read_text())
     p["variants"] = {k: v for k, v in p["variants"].items() if k in ("single_fit", "mirrored_custom")}
     p["sweep"]["replicas"] = []
     p["multiworker"]["workers"] = 0
     write_params(repo / "params.yaml", p)
-    pipeline = yaml.safe_load((repo / "dvc.yaml").read_text())
-    del pipeline["stages"]["multiworker"]  # (the terms stage is not in the tiny pipeline)
-    (repo / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
     ran = dvc("repro", cwd=repo).stdout
-    assert [l.split("'")[1] for l in ran.splitlines() if l.startswith("Running stage")] == ["host", "report"], ran
+    assert [l.split("'")[1] for l in ran.splitlines() if l.startswith("Running stage")] == [
+        "host", "rounds", "report"], ran
     git("add", "-A", cwd=repo)
-    git("commit", "-qm", "two training stages", cwd=repo)
+    git("commit", "-qm", "two variants", cwd=repo)
     assert status(repo) == {}
     run_a = dvc("exp", "run", "-n", "a", "-S", "train.batch_size_per_replica=8", cwd=repo)
     assert [l.split("'")[1] for l in run_a.stdout.splitlines() if l.startswith("Running stage")] == [
-        "host", "train@single_fit", "train@mirrored_custom", "report"], run_a.stdout
+        "host", "rounds", "report"], run_a.stdout
     report_a = (repo / "reports" / "report.html").read_text()
     run_b = dvc("exp", "run", "-n", "b", "-S", "train.batch_size_per_replica=8", "-S", "report.figure_dpi=60",
                 cwd=repo)
@@ -310,7 +321,8 @@ def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_pa
 
     dvc("exp", "apply", "a", cwd=repo)
     for name in ("single_fit", "mirrored_custom"):
-        assert json.loads((repo / "results" / f"{name}.json").read_text())["batch_size_per_replica"] == 8, name
+        rec = json.loads((repo / "results" / "rounds" / "r01" / f"{name}.json").read_text())
+        assert rec["batch_size_per_replica"] == 8, name
     assert (repo / "reports" / "report.html").read_text() == report_a  # a cached output, restored too
     assert yaml.safe_load((repo / "params.yaml").read_text())["train"]["batch_size_per_replica"] == 8
     # back to the committed baseline for the tests after this one

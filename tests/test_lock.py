@@ -104,7 +104,7 @@ def test_prune_lock_drops_exactly_the_dead_entries(tmp_path):
         prune(repo)  # (HEAD's lock is pruned already; the test after this one holds that)
         original = (repo / "dvc.lock").read_text()
         lock = yaml.safe_load(original)
-        ghost = dict(lock["stages"]["train@single_fit"])
+        ghost = dict(lock["stages"]["rounds"])
         text = original + "  sweep@8-fit:\n" + "".join(
             "    " + line + "\n" for line in yaml.safe_dump(ghost, sort_keys=False).splitlines())
         (repo / "dvc.lock").write_text(text)

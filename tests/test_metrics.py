@@ -1,5 +1,5 @@
-"""The report's statistics, in-process on hand-made results: intervals over repeats, the two
-timing windows, and the words the headline uses for them."""
+"""The report's numbers, in-process on hand-made rounds: paired ratios per round, the two timing
+windows, and the words the headline uses for them (the one rule)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from flowerbench import metrics as M
 from flowerbench.report.cells import versus
 from flowerbench.results import Result
-from tests.helpers.fakes import fake_result
+from flowerbench.rounds import Rounds, Schedule
+from tests.helpers.fakes import fake_result, schedule
 
 
 def _result(name: str, loop: str, replicas: int, repeats: list[float], calls: list[float] | None = None) -> Result:
@@ -20,38 +21,47 @@ def _result(name: str, loop: str, replicas: int, repeats: list[float], calls: li
     return Result.model_validate(r)
 
 
-def test_t_interval_of_three_repeats():
-    iv = M.interval([10.0, 12.0, 14.0])
-    # mean 12, sd 2, se 2/sqrt(3); t(0.975, df=2) = 4.303
-    assert (iv["n"], iv["median"], iv["mean"]) == (3, 12.0, 12.0)
-    assert iv["low"] == pytest.approx(12 - 4.303 * 2 / 3 ** 0.5) and iv["high"] == pytest.approx(12 + 4.303 * 2 / 3 ** 0.5)
-    assert M.interval([5.0])["low"] is None  # one repeat: no interval, never a fake one
-    assert M.t975(11) == 2.228 and M.t975(2000) == 1.960
+SPECS = {"single_fit": ("fit", 1), "mirrored_fit": ("fit", 2), "single_custom": ("custom", 1),
+         "mirrored_custom": ("custom", 2)}
 
 
-def test_overlapping_repeats_are_not_distinguishable_and_separated_ones_are():
-    base = _result("single_fit", "fit", 1, [10.0, 11.0, 12.0])
-    same = _result("mirrored_fit", "fit", 2, [10.5, 11.5, 12.5])
-    fast = _result("mirrored_custom", "custom", 2, [5.0, 5.1, 5.2])
-    m = M.compute_metrics([base, same, fast], "single_fit")
-    assert m["single_fit"]["speedup_ci_low"] is None  # the baseline against itself
-    assert m["mirrored_fit"]["distinguishable_from_baseline"] is False
-    assert m["mirrored_fit"]["speedup_ci_low"] < 1.0 < m["mirrored_fit"]["speedup_ci_high"]
-    assert m["mirrored_custom"]["distinguishable_from_baseline"] is True
-    assert 1.0 < m["mirrored_custom"]["speedup_ci_low"] < 11 / 5.1 < m["mirrored_custom"]["speedup_ci_high"]
-    lo, hi = m["mirrored_custom"]["reduction_ci_low_pct"], m["mirrored_custom"]["reduction_ci_high_pct"]
-    assert lo < M.reduction_pct(11.0, 5.1) < hi
-    assert versus(m["mirrored_fit"], False).endswith("(not distinguishable from the baseline)")
-    assert versus(m["mirrored_custom"], False) == f"{M.reduction_pct(11.0, 5.1):.1f}% less time"
+def _rounds(times: dict[str, list[float]], calls: dict[str, list[float]] | None = None) -> Rounds:
+    """Real rounds (rounds.Rounds and its schedule) of one repeat per process: times[variant][round]."""
+    count = len(next(iter(times.values())))
+    runs = [{v: _result(v, *SPECS[v], [ts[k]], None if not calls or v not in calls else [calls[v][k]])
+             for v, ts in times.items()} for k in range(count)]
+    return Rounds(Schedule.model_validate(schedule(list(times), count)), runs)
+
+
+def _metrics(rounds: Rounds) -> dict:
+    results = rounds.pooled()
+    return M.compute_metrics(results, "single_fit", {r.variant: rounds.seconds(r.variant) for r in results})
+
+
+def test_a_paired_ratio_is_read_per_round_and_the_rule_decides():
+    """The same two variants, once with their times drifting together from round to round and once
+    shuffled against each other: paired, the drift cancels and the verdict is "faster"; the point is
+    the geometric mean of the per-round ratios and the centre (in logs) of its interval."""
+    together = _rounds({"single_fit": [10.0, 12.0, 11.0], "mirrored_fit": [8.0, 9.5, 8.9]})
+    m = _metrics(together)["mirrored_fit"]
+    ratios = [10 / 8.0, 12 / 9.5, 11 / 8.9]
+    assert m["speedup_vs_baseline"] == pytest.approx((ratios[0] * ratios[1] * ratios[2]) ** (1 / 3))
+    assert m["speedup_vs_baseline_ci_low"] * m["speedup_vs_baseline_ci_high"] == pytest.approx(
+        m["speedup_vs_baseline"] ** 2)
+    assert m["speedup_vs_baseline_verdict"] == "faster" and 1.0 < m["speedup_vs_baseline_ci_low"]
+    assert versus(m, False) == f"{(1 - 1 / m['speedup_vs_baseline']) * 100:.1f}% less time (faster)"
+    apart = _metrics(_rounds({"single_fit": [10.0, 12.0, 11.0], "mirrored_fit": [9.5, 8.0, 11.2]}))["mirrored_fit"]
+    assert apart["speedup_vs_baseline_verdict"] == "not distinguishable"
+    assert apart["speedup_vs_baseline_ci_low"] < 1.0 < apart["speedup_vs_baseline_ci_high"]
+    assert _metrics(together)["single_fit"]["speedup_vs_baseline_ci_low"] is None  # the baseline against itself
 
 
 def test_slower_variants_read_as_times_slower_and_both_windows_are_kept():
-    base = _result("single_fit", "fit", 1, [10.0])
-    slow = _result("mirrored_fit", "fit", 2, [12.1], calls=[13.31])
-    m = M.compute_metrics([base, slow], "single_fit")["mirrored_fit"]
-    assert versus(m, False) == "1.21x slower"
+    m = _metrics(_rounds({"single_fit": [10.0], "mirrored_fit": [12.1]}, calls={"mirrored_fit": [13.31]}))
+    m = m["mirrored_fit"]
+    assert versus(m, False) == "1.21x slower (not distinguishable)"   # one round: no interval, no verdict
     assert m["whole_call_seconds"] == 13.31 and m["whole_call_over_epochs"] == pytest.approx(1.1)
-    assert m["distinguishable_from_baseline"] is None  # n = 1: nothing claimed either way
+    assert m["speedup_vs_baseline_ci_low"] is None and m["rounds"] == 1
 
 
 def test_code_state_covers_every_result_not_only_the_first():
@@ -94,16 +104,17 @@ def test_blog_model_arithmetic():
     assert "The input pipeline (every JPEG decoded every epoch, the map sequential) is the likely bound." in text
 
 
-def test_findings_never_call_an_indistinguishable_variant_the_winner():
+def test_findings_say_faster_slower_or_not_distinguishable_by_the_one_rule():
     from flowerbench.report.headline import findings
 
-    base = _result("single_fit", "fit", 1, [10.0, 11.0, 12.0])
-    close = _result("single_custom", "custom", 1, [10.2, 10.8, 11.4])
-    m = M.compute_metrics([base, close], "single_fit")
-    text = findings([base, close], m, "single_fit")
-    assert text.startswith("No variant was distinguishably faster than single_fit")
-    assert "(within the repeats spread: not distinguishable)" in text
-    fast = _result("single_custom", "custom", 1, [5.0, 5.1, 5.2])
-    text = findings([base, fast], M.compute_metrics([base, fast], "single_fit"), "single_fit")
-    assert text.startswith("The fastest variant was single_custom at 5.10 s")
+    close = _rounds({"single_fit": [10.0, 11.0, 12.0], "single_custom": [10.4, 10.6, 12.3]})
+    text = findings(close.pooled(), _metrics(close), "single_fit", close)
+    assert text.startswith("No variant was faster than single_fit")
+    assert "Not distinguishable from single_fit: single_custom." in text
+    assert "On one replica the custom loop against fit(): " in text and text.endswith("not distinguishable.")
+    fast = _rounds({"single_fit": [10.0, 11.0, 12.0], "single_custom": [5.0, 5.6, 6.1]})
+    text = findings(fast.pooled(), _metrics(fast), "single_fit", fast)
+    assert text.startswith("Faster than single_fit") and "custom was faster." in text
     assert "not distinguishable" not in text
+    slow = _rounds({"single_fit": [10.0, 11.0, 12.0], "single_custom": [20.0, 21.5, 25.0]})
+    assert "Slower than single_fit: single_custom 0.50x" in findings(slow.pooled(), _metrics(slow), "single_fit", slow)

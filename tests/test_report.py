@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, report_in_process, run_cli, tiny_params, tree_snapshot, write_params
-from tests.helpers.fakes import KNOWN, TEST_HOST, fake_result, fake_results, fake_terms  # noqa: F401
+from tests.helpers.fakes import (DRIFT, KNOWN, TEST_HOST, add_result, fake_result, fake_results, fake_terms,  # noqa: F401
+                                 read_rounds, write_rounds)
+
+# the fake rounds' drift, which every variant shares: times read as x its geometric mean
+G = (DRIFT[0] * DRIFT[1] * DRIFT[2]) ** (1 / 3)
 
 def _report(workdir: Path, in_process: bool = True):
     proc = report_in_process(workdir) if in_process else run_cli("report", cwd=workdir, timeout=120)
@@ -25,11 +29,15 @@ def test_metrics_have_exact_speedups_reductions_efficiencies(workdir):
     assert m["mirrored_fit"]["reduction_vs_baseline_pct"] == pytest.approx(40.0, abs=1e-6)
     assert m["mirrored_fit"]["scaling_efficiency"] == pytest.approx(100 / 60 / 2, abs=1e-6)
     assert m["mirrored_custom"]["reduction_vs_baseline_pct"] == pytest.approx(50.0, abs=1e-6)
-    assert m["mirrored_custom"]["speedup_vs_single_same_loop"] == pytest.approx(1.6, abs=1e-6)
+    assert m["mirrored_custom"]["speedup_vs_single"] == pytest.approx(1.6, abs=1e-6)
     assert m["mirrored_custom"]["reduction_vs_single_same_loop_pct"] == pytest.approx(37.5, abs=1e-6)
     assert m["mirrored_custom"]["scaling_efficiency"] == pytest.approx(0.8, abs=1e-6)
     assert m["multiworker_custom"]["scaling_efficiency"] == pytest.approx(80 / 70 / 2, abs=1e-6)
-    assert m["mirrored_fit"]["images_per_second"] == pytest.approx(3670 * 4 / 60, abs=1e-5)
+    assert m["mirrored_fit"]["images_per_second"] == pytest.approx(3670 * 4 / (60 * G), abs=1e-5)
+    assert m["mirrored_fit"]["timed_seconds"] == pytest.approx(60 * G, abs=1e-5) and m["mirrored_fit"]["rounds"] == 3
+    # a drift every variant shares cancels in the paired ratios: a zero-width interval, and "faster"
+    assert m["mirrored_fit"]["speedup_vs_baseline_ci_low"] == pytest.approx(100 / 60, abs=1e-6)
+    assert m["mirrored_fit"]["speedup_vs_baseline_verdict_code"] == 1
 
 
 def test_blog_audit_rederives_62_3_and_67_6(workdir):
@@ -45,9 +53,10 @@ def test_blog_audit_rederives_62_3_and_67_6(workdir):
     assert round(audit["mirrored_fit"]["efficiency"], 2) == 0.66 and round(audit["mirrored_custom"]["efficiency"], 2) == 0.77
     md = (workdir / "reports" / "report.md").read_text()
     assert "| single_fit | 1 | 110.58 | 332 | 1.00x | 1.00 | n/a | 0.0% | n/a | baseline |" in md
-    assert "| mirrored_fit | 4 | 41.66 | 881 | 2.65x | 0.66 | 61.0% | 62.3% | -1.3 pp | 40.0% less time |" in md
-    assert "| mirrored_custom | 4 | 35.88 | 1023 | 3.08x | 0.77 | 67.9% | 67.6% | +0.3 pp | 50.0% less time |" in md
-    assert "| image size | 224 px | 224 px |" in md and "| warm-up + timed epochs | 1 + 10 | 1 + 4 (x 1 repeat(s)) |" in md
+    assert "| mirrored_fit | 4 | 41.66 | 881 | 2.65x | 0.66 | 61.0% | 62.3% | -1.3 pp | 40.0% less time (faster) |" in md
+    assert "| mirrored_custom | 4 | 35.88 | 1023 | 3.08x | 0.77 | 67.9% | 67.6% | +0.3 pp | 50.0% less time (faster) |" in md
+    assert "| image size | 224 px | 224 px |" in md
+    assert "| warm-up + timed epochs | 1 + 10 | 1 + 4 (x 1 repeat(s) per process, 3 round(s)) |" in md
 
 
 def test_banner_for_core_matched_synthetic_runs_and_the_answer_first(workdir):
@@ -61,11 +70,13 @@ def test_banner_for_core_matched_synthetic_runs_and_the_answer_first(workdir):
            "1 CPU core(s)" in head and "not a GPU result" in head
     assert "EMULATION" not in head and "OVERSUBSCRIBED" not in head
     assert "SYNTHETIC DATA" in head and "CPU RUN: no GPU was used; these are not GPU results." in head
-    # (one repeat each: no interval, so no verdict: "measured against", not "faster than")
-    assert ("data-parallel training measured against one replica on one replica's share:** mirrored_fit "
-            "(2 replicas) 1.67x, efficiency 0.83; mirrored_custom (2 replicas) 1.60x, efficiency 0.80; "
-            "multiworker_custom (2 workers) 1.14x, efficiency 0.57") in head
-    assert head.index("measured against one replica") < head.index("![") < len(head)  # the figure, before the tables
+    # on the blog's basis (against single_fit), each with its interval and the rule's word
+    assert ("data-parallel training was faster than one replica's share running single_fit:** mirrored_fit "
+            "(2 replicas) 1.67x [1.67-1.67]: faster; mirrored_custom (2 replicas) 2.00x [2.00-2.00]: faster; "
+            "multiworker_custom (2 workers) 1.43x [1.43-1.43]: faster (speed-up against single_fit, the blog's "
+            "basis: paired ratios in 3 interleaved round(s), 95 % interval)") in head
+    assert "The blog's 4 x V100 (its single-GPU fit() as the basis)" not in head  # (the blog's is named once)
+    assert head.index("was faster than one replica") < head.index("![") < len(head)  # the figure, before the tables
     assert "(figures/scaling.png)" in head and md.count("(figures/scaling.png)") == 1
 
 
@@ -74,15 +85,14 @@ def test_oversubscribed_runs_are_labelled_and_kept_out_of_efficiency(workdir):
     figure), their speed-up vs 1 replica still shown in the table as measured."""
     fake_results(workdir / "results")
     for name in ("mirrored_fit", "mirrored_custom"):
-        path = workdir / "results" / f"{name}.json"
         loop, replicas, secs = KNOWN[name]
-        path.write_text(json.dumps(fake_result(name, loop, 4, secs * 2, "logical_cpu", True, budget="oversubscribed")))
+        add_result(workdir / "results", fake_result(name, loop, 4, secs * 2, "logical_cpu", True, budget="oversubscribed"))
     m = _report(workdir)["variants"]
     md = (workdir / "reports" / "report.md").read_text()
     assert "OVERSUBSCRIBED: mirrored_fit (4 replicas), mirrored_custom (4 replicas) shared 2 CPU core(s)" in md
     for name in ("mirrored_fit", "mirrored_custom"):
         assert "scaling_efficiency" not in m[name] and m[name]["budget_cores"] == 2  # metrics.json: numbers only
-        assert m[name]["speedup_vs_single_same_loop"] < 1
+        assert m[name]["speedup_vs_single"] < 1 and m[name]["speedup_vs_single_verdict_code"] == -1
     assert m["multiworker_custom"]["scaling_efficiency"] == pytest.approx(80 / 70 / 2, abs=1e-6)
     assert "**On this host" in md and "mirrored_fit (4" not in md.split("## Headline")[0].split("**On this host")[1]
 
@@ -95,15 +105,16 @@ def test_efficiency_uses_the_same_budget_baseline_never_the_threads_run(workdir)
         "single_fit": {"loop": "fit", "replicas": 1}, "mirrored_fit": {"loop": "fit", "replicas": 2},
         "single_custom": {"loop": "custom", "replicas": 1}, "mirrored_custom": {"loop": "custom", "replicas": 2}}}))
     fake_results(workdir / "results")
-    (workdir / "results" / "single_fit_threads.json").write_text(json.dumps(
-        fake_result("single_fit_threads", "fit", 1, 55.0, "logical_cpu", True, budget="threads", cores=2)))
+    add_result(workdir / "results",
+               fake_result("single_fit_threads", "fit", 1, 55.0, "logical_cpu", True, budget="threads", cores=2))
     m = _report(workdir)["variants"]
     # against single_fit's 100 s, not the threads run's 55 s
-    assert m["mirrored_fit"]["speedup_vs_single_same_loop"] == pytest.approx(100 / 60, abs=1e-6)
+    assert m["mirrored_fit"]["speedup_vs_single"] == pytest.approx(100 / 60, abs=1e-6)
     assert m["mirrored_fit"]["scaling_efficiency"] == pytest.approx(100 / 60 / 2, abs=1e-6)
     assert m["single_fit_threads"]["scaling_efficiency"] == pytest.approx(100 / 55 / 2, abs=1e-6)
     md = (workdir / "reports" / "report.md").read_text()
-    assert "On the same 2 cores, mirrored_fit (2 replicas) took 1/0.92 of the time of single_fit_threads" in md
+    assert ("On the same 2 cores, mirrored_fit (2 replicas) against single_fit_threads (1 replica, intra-op "
+            "threads): 0.92x [0.92-0.92]: threads were faster.") in md
 
 
 def test_no_banner_for_gpu_real_runs(workdir):
@@ -140,8 +151,7 @@ def test_html_is_self_contained_and_embeds_every_figure(workdir):
 def test_scaling_plot_appears_with_more_than_two_replica_counts(workdir):
     write_params(workdir / "params.yaml", tiny_params(**{"sweep": {"replicas": [4], "loops": ["custom"]}}))
     fake_results(workdir / "results")
-    r = fake_result("sweep_r4_custom", "custom", 4, 45.0, "logical_cpu", True)
-    (workdir / "results" / "sweep_r4_custom.json").write_text(json.dumps(r))
+    add_result(workdir / "results", fake_result("sweep_r4_custom", "custom", 4, 45.0, "logical_cpu", True))
     m = _report(workdir)["variants"]
     assert (workdir / "reports" / "figures" / "scaling.png").stat().st_size > 10_000
     assert m["sweep_r4_custom"]["scaling_efficiency"] == pytest.approx(80 / 45 / 4, abs=1e-6)
@@ -154,10 +164,10 @@ def test_plots_data_has_one_series_per_variant_and_the_warmup_apart(workdir):
     _report(workdir)
     epochs = pd.read_csv(workdir / "reports" / "plots" / "epochs.csv")
     assert list(epochs.columns) == ["variant", "timed_epoch", "repeat", "epoch", "seconds", "loss", "images_per_second"]
-    assert len(epochs) == len(KNOWN) * 4  # the 4 timed epochs of each variant, no warm-up rows
+    assert len(epochs) == len(KNOWN) * 4 * 3  # the 4 timed epochs of each variant in each of 3 rounds, no warm-up
     for name, g in epochs.groupby("variant"):
-        assert list(g.timed_epoch) == [1, 2, 3, 4] and list(g.loss) == [1.6, 1.2, 0.9, 0.5], name
-    assert epochs[epochs.variant == "mirrored_fit"].seconds.sum() == pytest.approx(60.0, abs=1e-4)
+        assert list(g.timed_epoch) == list(range(1, 13)) and list(g.loss) == [1.6, 1.2, 0.9, 0.5] * 3, name
+    assert epochs[epochs.variant == "mirrored_fit"].seconds.sum() == pytest.approx(60.0 * sum(DRIFT), abs=1e-4)
     warm = pd.read_csv(workdir / "reports" / "plots" / "warmup.csv")
     assert list(warm.columns) == ["variant", "seconds"] and sorted(warm.variant) == sorted(KNOWN)
     assert (warm.seconds == 30.0).all()
@@ -187,8 +197,11 @@ def test_generated_text_follows_the_numbers(workdir):
     _report(workdir)
     md = (workdir / "reports" / "report.md").read_text()
     shows = md.split("## What this shows")[1].split("##")[0]
-    assert "The fastest variant was mirrored_custom at 50.00 s" in shows
-    assert "On one replica the custom loop was 20.0% faster than fit()" in shows
+    assert ("Faster than single_fit (100.29 s) by the rule: mirrored_fit 1.67x [1.67-1.67], single_custom 1.25x "
+            "[1.25-1.25], mirrored_custom 2.00x [2.00-2.00], multiworker_custom 1.43x [1.43-1.43]; the largest, "
+            "mirrored_custom, took 50.0% less time.") in shows
+    assert "On one replica the custom loop against fit(): 1.25x [1.25-1.25]: custom was faster." in shows
+    assert "spread between rounds at an sd of 0.0 %" in shows   # the fake drift is the same for every epoch
 
 
 def _chromium():
@@ -230,17 +243,17 @@ def test_input_ceiling_sets_real_and_tensors_side_by_side(workdir):
     fake_results(workdir / "results")
     twin = fake_result("single_fit_tensors", "fit", 1, 40.0, "logical_cpu", True)
     twin["pipeline"] = "tensors"
-    (workdir / "results" / "single_fit_tensors.json").write_text(json.dumps(twin))
+    add_result(workdir / "results", twin)
     m = _report(workdir)
     assert list(m["input_ceiling"]) == ["single_fit_tensors"]
     assert m["input_ceiling"]["single_fit_tensors"]["real_over_tensors"] == pytest.approx(100 / 40)
     # its speedup is against itself (its own single-replica run of the same loop and input)
-    assert m["variants"]["single_fit_tensors"]["speedup_vs_single_same_loop"] == 1.0
+    assert m["variants"]["single_fit_tensors"]["speedup_vs_single"] == 1.0
     md = (workdir / "reports" / "report.md").read_text()
-    assert "| single_fit | single_fit_tensors | fit | 1 | 100.00 | 40.00 |" in md and "| 2.500 |" in md
+    assert "| single_fit | single_fit_tensors | fit | 1 | 100.29 | 40.12 |" in md and "| 2.500 [2.500-2.500] |" in md
     assert "INPUT CEILING: single_fit_tensors fed random in-memory tensors" in md.split("## Headline")[0]
-    # The fastest contender is a real-input run (mirrored_custom, 50 s), not the 40 s ceiling.
-    assert "The fastest variant was mirrored_custom at 50.00 s" in md
+    # The largest speed-up among contenders is a real-input run (mirrored_custom, 50 s), not the 40 s ceiling.
+    assert "the largest, mirrored_custom, took 50.0% less time" in md and "single_fit_tensors 2.50x" not in md
 
 
 def test_without_a_tensors_twin_the_report_says_so(workdir):
@@ -259,10 +272,11 @@ def test_the_report_says_where_each_result_was_measured(workdir):
     md = (workdir / "reports" / "report.md").read_text()
     assert "MEASURED ELSEWHERE" not in md
     assert "- this host (Test CPU, 2 usable core(s), no GPU; hostname test), 2026-12-04: single_fit," in md
-    moved = json.loads((workdir / "results" / "mirrored_fit.json").read_text())
-    moved["host"]["usable_cores"] = 64
-    moved["hostname"], moved["started_at"] = "big", "2026-11-30T09:00:00+00:00"
-    (workdir / "results" / "mirrored_fit.json").write_text(json.dumps(moved))
+    records = read_rounds(workdir / "results")
+    for moved in records["mirrored_fit"]:
+        moved["host"]["usable_cores"] = 64
+        moved["hostname"], moved["started_at"] = "big", "2026-11-30T09:00:00+00:00"
+    write_rounds(workdir / "results", records)
     _report(workdir)
     md = (workdir / "reports" / "report.md").read_text()
     banner = next(l for l in md.splitlines() if "MEASURED ELSEWHERE" in l)
@@ -310,7 +324,8 @@ def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
     write_params(workdir / "params.yaml", p)
     twin = fake_result("single_custom_tensors", "custom", 1, 57.6, "logical_cpu", True)
     twin["pipeline"] = "tensors"
-    (workdir / "results" / "single_custom_tensors.json").write_text(json.dumps(twin))
+    add_result(workdir / "results", twin, drift=(1.0, 1.0, 1.0))
+    write_rounds(workdir / "results", {k: [v[0]] * 3 for k, v in read_rounds(workdir / "results").items()})
     terms = fake_terms()
     terms["dispatch"] = {"2": {"seconds_beyond_terms": 0.02, "median_seconds": 0.4, "interval_seconds": [0.39, 0.41],
                                "cores": [0, 1]}}
@@ -319,7 +334,7 @@ def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
     md = (workdir / "reports" / "report.md").read_text()
     section = md.split("## The model, tested on this host")[1].split("## The blog explained")[0]
     # mirrored_custom (50 s) predicted 4 x (29 x (1.25 x 0.248 + 0.05) + 3670 / 2000) = 49.14 s: holds
-    assert "| mirrored_custom | 2 replica(s) | test | 49.14 = 36.00 + 5.80 + 7.34 | 50.00 n/a | -1.7% | " \
+    assert "| mirrored_custom | 2 replica(s) | test | 49.14 = 36.00 + 5.80 + 7.34 | 50.00 [50.00, 50.00] | -1.7% | " \
            "[42.50, 57.50] | holds |" in section
     # the 2-worker job (70 s) gets the same prediction and misses: 180 ms per step in no term
     row = next(l for l in section.splitlines() if l.startswith("| multiworker_custom"))
@@ -374,6 +389,6 @@ def test_no_generated_sentence_holds_a_literal_number():
                           if not m.group(0).startswith("95")]
     assert found == []
     sections = {p.stem for p in pkg.glob("*.py")} - {"__init__", "cells", "figures"}
-    assert sections == {"opening", "headline", "inputs", "audit", "prediction", "blog_explained", "conclusion",
-                        "provenance"}
+    assert sections == {"opening", "headline", "precision", "inputs", "audit", "prediction", "blog_explained",
+                        "conclusion", "provenance"}
     assert max(len(p.read_text().splitlines()) for p in pkg.glob("*.py")) < 300

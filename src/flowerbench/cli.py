@@ -27,7 +27,7 @@ from typing import Optional, Sequence
 
 from . import entry
 
-STAGE_COMMANDS = ("host", "fetch", "train", "report", "worker", "launch", "terms", "probe")
+STAGE_COMMANDS = ("host", "fetch", "rounds", "train", "report", "worker", "launch", "terms", "probe", "ab")
 
 
 def _preflight(args, params):

@@ -83,8 +83,8 @@ class TrainParams(_Section):
     # single-replica baselines one replica's share (budget.py)
     cores_per_replica: int = Field(1, ge=1, le=256)
     warmup_epochs: int = Field(1, ge=0, le=100)
-    epochs: int = Field(3, ge=1, le=1000)
-    repeats: int = Field(3, ge=1, le=20)
+    epochs: int = Field(2, ge=1, le=1000)
+    repeats: int = Field(2, ge=1, le=20)
     optimizer: Literal["adam", "sgd"] = "adam"
     learning_rate: float = Field(0.001, gt=0, le=10)
     scaling: Literal["weak", "strong"] = "weak"
@@ -141,6 +141,15 @@ class MultiworkerParams(_Section):
     join_timeout_s: float = Field(120.0, gt=0, le=3600)
 
 
+class RoundsParams(_Section):
+    """The interleaved rounds (stage `rounds`, measure.py): every variant once per round, own process."""
+    count: int = Field(3, ge=1, le=100)
+    # a process is flagged busy when other work took more than this share of the host's CPU time
+    # (or the hypervisor stole it) while it ran
+    busy_share: float = Field(0.10, gt=0, le=1)
+    process_deadline_s: float = Field(1800.0, gt=0, le=86400)   # one process; killed with its group past it
+
+
 class ScalingModelParams(_Section):
     """Inputs of the report's model of the blog's 4-GPU run (docs/performance.md, "The blog explained")."""
     gpus: int = Field(4, ge=2, le=64)
@@ -173,6 +182,9 @@ class ScalingModelParams(_Section):
 class ReportParams(_Section):
     baseline: str = "single_fit"
     figure_dpi: int = Field(110, ge=50, le=400)
+    # the 95 % half-width every multi-replica speed-up should reach; the report says which did and
+    # how many rounds the variance split says each needs
+    precision_target_pct: float = Field(10.0, gt=0, le=100)
     # The blog's 4xV100 timings (seconds for 10 timed epochs), audited in the report.
     blog_seconds: dict[str, float] = Field(
         default_factory=lambda: {"single_fit": 110.58, "mirrored_fit": 41.66, "mirrored_custom": 35.88}
@@ -223,6 +235,7 @@ class Params(_Section):
     )
     sweep: SweepParams = Field(default_factory=SweepParams)
     multiworker: MultiworkerParams = Field(default_factory=MultiworkerParams)
+    rounds: RoundsParams = Field(default_factory=RoundsParams)
     report: ReportParams = Field(default_factory=ReportParams)
 
     @field_validator("variants")

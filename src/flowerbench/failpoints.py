@@ -15,6 +15,7 @@ Points (`checkpoint(name)`), where they fire:
                          launch-, terms-, probe-start, ...: entry.py)
     after-first-epoch    training, after the first timed epoch (loops.py)
     mid-write            io.atomic_write: the temporary file is written, the target not yet replaced
+    process-recorded     the rounds stage (measure.py): a process's result and load are recorded
     fetch-swapped        fetch: the new data is in place, its manifest not yet
 A kill or pause prints `[failpoint] <action> at <point>` on stderr first, for the test to wait on.
 """
@@ -31,7 +32,7 @@ from typing import Optional
 POINT_ENV = "FLOWERBENCH_FAILPOINT"
 PORTS_ENV = "FLOWERBENCH_FAILPOINT_PORTS"
 WEIGHTS_ENV = "FLOWERBENCH_FAILPOINT_WEIGHTS"
-POINTS = ("after-first-epoch", "mid-write", "fetch-swapped")   # besides <stage>-start
+POINTS = ("after-first-epoch", "mid-write", "fetch-swapped", "process-recorded")   # besides <stage>-start
 
 _kept: dict[str, list] = {}   # keep_weights' init arrays, held until the chief's final call
 

@@ -6,52 +6,22 @@ table, the `dvc plots` data and the numbers-only `reports/metrics.json`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from . import paths
+from . import stats as S
 from .results import Result
 
 # Params that must agree between results for their timings to be comparable.
 COMPARABLE = ("seed", "data", "model", "train")
 
 
-# Two-sided 95 % quantiles of Student's t by degrees of freedom (standard tables); between
-# entries the next smaller df is used (a slightly wider, conservative interval).
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
-
-
 def reduction_pct(baseline_s: float, s: float) -> float:
     return (1.0 - s / baseline_s) * 100.0
 
 
-def t975(df: int) -> float:
-    return T975[max(k for k in T975 if k <= df)] if df < 1000 else 1.960
-
-
-def interval(values: list[float]) -> dict:
-    """Median, mean and the 95 % t-interval of the mean over repeats; no interval for n = 1."""
-    import statistics
-
-    n = len(values)
-    mean = statistics.fmean(values)
-    out = {"n": n, "median": statistics.median(values), "mean": mean, "low": None, "high": None, "se": None}
-    if n >= 2:
-        se = statistics.stdev(values) / n ** 0.5
-        out.update(se=se, low=mean - t975(n - 1) * se, high=mean + t975(n - 1) * se)
-    return out
-
-
-def ratio_interval(base: dict, other: dict) -> tuple[float | None, float | None]:
-    """95 % interval of mean(base) / mean(other) from two independent sets of repeats (delta
-    method: relative standard errors add in quadrature; df = the smaller n - 1).  None without
-    repeats on both sides."""
-    if base["se"] is None or other["se"] is None:
-        return None, None
-    r = base["mean"] / other["mean"]
-    rel = ((base["se"] / base["mean"]) ** 2 + (other["se"] / other["mean"]) ** 2) ** 0.5
-    half = t975(min(base["n"], other["n"]) - 1) * rel
-    return r * max(1.0 - half, 1e-9), r * (1.0 + half)
+VERDICT_CODE = {S.FASTER: 1, S.SLOWER: -1, S.UNDECIDED: 0}   # metrics.json holds numbers only
 
 
 def mixed_params(results: list[Result]) -> list[str]:
@@ -64,47 +34,109 @@ def mixed_params(results: list[Result]) -> list[str]:
     return [r.variant for r in results[1:] if key(r) != ref]
 
 
-def compute_metrics(results: list[Result], baseline: str) -> dict[str, dict]:
-    """Per variant: timed seconds, img/s, speedup and reduction vs `baseline` and vs the
-    single-replica run of the same loop and input, and scaling efficiency (speedup / replicas).
-    KeyError if the baseline has no result (the caller names it)."""
-    by = {r.variant: r for r in results}
-    base_t = by[baseline].timed_seconds
-    base_iv = interval(by[baseline].repeat_seconds)
+def _ratio(prefix: str, est: S.Estimate) -> dict[str, Any]:
+    """A paired ratio's point, interval, half-width and verdict under `prefix` keys."""
+    return {prefix: est.point, f"{prefix}_ci_low": est.low, f"{prefix}_ci_high": est.high,
+            f"{prefix}_half_width_pct": est.half_width_pct, f"{prefix}_verdict": S.verdict(est)}
+
+
+def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, list[float]]) -> dict[str, dict]:
+    """Per variant, from its process times round by round (`per_round`, rounds.Rounds.seconds):
+
+      * timed seconds: the geometric mean over rounds with its 95 % interval (between processes);
+      * speed-up vs `baseline` (the blog's basis: single_fit) and vs the single-replica run of the same
+        loop and input (labelled "same loop" wherever shown): paired ratios inside each round,
+        stats.paired's geometric mean and interval, stats.verdict's word;
+      * reduction (from the speed-up vs the baseline) and scaling efficiency (the same-loop speed-up over
+        the hardware it had, budget_scale).
+
+    `results` (rounds.Rounds.pooled) supplies what describes a variant.  KeyError if the baseline has
+    no result (the caller names it)."""
+    import statistics
+
+    base = per_round[baseline]
     out = {}
     for r in results:
-        t = r.timed_seconds
+        secs = per_round[r.variant]
+        t = S.from_logs([math.log(x) for x in secs])
         m: dict[str, Any] = {"loop": r.loop, "replicas": r.replicas, "device_kind": r.device_kind,
-                             "budget_kind": r.budget_kind, "budget_cores": r.budget_cores,
-                             "timed_seconds": round(t, 6), "images_per_second": round(r.images_per_second, 6),
-                             "speedup_vs_baseline": round(base_t / t, 6),
-                             "reduction_vs_baseline_pct": round(reduction_pct(base_t, t), 6)}
-        # The spread over repeats (one process: the host's between-process drift is not in it),
-        # and the blog's window: the whole timed call around the same epochs.
-        iv = interval(r.repeat_seconds)
-        lo, hi = (None, None) if r.variant == baseline else ratio_interval(base_iv, iv)
-        call = interval(r.repeat_wall_seconds)
-        m.update(repeats=iv["n"], timed_seconds_ci_low=iv["low"],
-                 timed_seconds_ci_high=iv["high"], whole_call_seconds=call["median"],
-                 whole_call_over_epochs=call["median"] / t,
-                 speedup_ci_low=lo, speedup_ci_high=hi,
-                 reduction_ci_low_pct=None if lo is None else (1 - 1 / lo) * 100,
-                 reduction_ci_high_pct=None if hi is None else (1 - 1 / hi) * 100,
-                 distinguishable_from_baseline=None if lo is None else not (lo <= 1.0 <= hi))
+                             "budget_kind": r.budget_kind, "budget_cores": r.budget_cores, "rounds": len(secs),
+                             "timed_seconds": t.point, "timed_seconds_ci_low": t.low,
+                             "timed_seconds_ci_high": t.high,
+                             "images_per_second": r.images_per_epoch * r.epochs / t.point}
+        vs = S.paired(base, secs)
+        if r.variant == baseline:
+            vs = S.Estimate(1.0, None, None, vs.n, 0.0, None)
+        m.update(_ratio("speedup_vs_baseline", vs))
+        m.update(reduction_vs_baseline_pct=(1 - 1 / vs.point) * 100,
+                 reduction_ci_low_pct=None if vs.low is None else (1 - 1 / vs.low) * 100,
+                 reduction_ci_high_pct=None if vs.high is None else (1 - 1 / vs.high) * 100)
+        # the blog's window: the whole timed call around the same epochs
+        call = statistics.median(r.repeat_wall_seconds)
+        m.update(whole_call_seconds=call, whole_call_over_epochs=call / r.timed_seconds)
         single = same_budget_single(r, results)
         if single is not None:
-            s = single.timed_seconds / t
-            lo1, hi1 = (None, None) if single is r else ratio_interval(interval(single.repeat_seconds), iv)
-            m.update(single_same_loop=single.variant, speedup_vs_single_same_loop=round(s, 6),
-                     speedup_vs_single_ci_low=lo1, speedup_vs_single_ci_high=hi1,
-                     reduction_vs_single_same_loop_pct=round(reduction_pct(single.timed_seconds, t), 6))
+            same = S.paired(per_round[single.variant], secs)
+            if single is r:
+                same = S.Estimate(1.0, None, None, same.n, 0.0, None)
+            m["single_same_loop"] = single.variant
+            m.update(_ratio("speedup_vs_single", same))
+            m["reduction_vs_single_same_loop_pct"] = (1 - 1 / same.point) * 100
             scale = budget_scale(r)
             if scale is not None:  # oversubscribed and shared runs have no efficiency: cores were shared
-                m.update(scaling_efficiency=round(s / scale, 6), budget_scale=scale,
-                         scaling_efficiency_ci_low=None if lo1 is None else lo1 / scale,
-                         scaling_efficiency_ci_high=None if hi1 is None else hi1 / scale)
+                eff = same.scaled(scale)
+                m.update(budget_scale=scale, scaling_efficiency=eff.point,
+                         scaling_efficiency_ci_low=eff.low, scaling_efficiency_ci_high=eff.high,
+                         scaling_efficiency_pathological_baseline=pathological(single))
         out[r.variant] = m
     return out
+
+
+def pathological(single: Result) -> bool:
+    """A baseline known to run far below its hardware: the blog's whole-epoch custom graph on one
+    replica (one tf.function per epoch; 2.7x slower than one per step on CPU, docs/performance.md).
+    An efficiency against it is labelled, never set beside the others as a finding."""
+    return single.loop == "custom" and single.custom_graph == "epoch" and single.device_kind != "gpu"
+
+
+def variance_split(rounds, metrics: dict[str, dict], baseline: str, target_pct: float) -> dict:
+    """Where the variance lives (stats.components per variant, pooled over variants), the spread over
+    rounds of every multi-replica (or threads) paired ratio with the rounds it needs for a 95 %
+    half-width of `target_pct` %, and the counts the components call for (stats.per_level) at the
+    costs this run measured: a timed epoch, a repeat's own call, a process's start and warm-up."""
+    import statistics
+
+    per_variant = {v: S.components(rounds.epochs(v)) for v in metrics}
+    pooled = S.pooled_components(per_variant)
+    ratios = {}
+    for v, m in metrics.items():
+        if m["replicas"] == 1 and m["budget_kind"] != "threads":
+            continue
+        for basis, other in (("vs_baseline", baseline), ("vs_single", m.get("single_same_loop"))):
+            if other is None or other == v:
+                continue
+            if any(x["variant"] == v and x["against"] == other for x in ratios.values()):
+                continue   # the baseline is also the same-loop single run
+            est = S.paired(rounds.seconds(other), rounds.seconds(v))
+            ratios[f"{v} {basis}"] = {
+                "variant": v, "basis": basis, "against": other, "log_sd": est.log_sd,
+                "half_width_pct": est.half_width_pct,
+                "rounds_needed": S.rounds_needed(est.log_sd, target_pct) if est.log_sd else None}
+    runs = [r for rnd in rounds.runs for r in rnd.values()]
+    epoch_s = statistics.median(e for r in runs for e in r.epoch_seconds)
+    call_s = statistics.median(max(0.0, w - t) for r in runs for w, t in zip(r.repeat_wall_seconds, r.repeat_seconds))
+    process_s = statistics.median(max(0.0, r.stage_seconds - sum(r.repeat_wall_seconds)) for r in runs)
+    var = {level: pooled[level]["variance"] for level in ("epoch", "repeat", "round")}
+    if var["repeat"] is None:     # one repeat per process: epochs sit directly under the process
+        counts = {"epochs_per_repeat": S.per_level(process_s, epoch_s, var["epoch"], var["round"]),
+                  "repeats_per_process": 1}
+    else:
+        counts = {"epochs_per_repeat": S.per_level(call_s + epoch_s, epoch_s, var["epoch"], var["repeat"]),
+                  "repeats_per_process": S.per_level(process_s, call_s + epoch_s, var["repeat"], var["round"])}
+    needed = [x["rounds_needed"] for x in ratios.values() if x["rounds_needed"]]
+    counts["rounds"] = max(needed) if needed else None
+    return {"per_variant": per_variant, "pooled": pooled, "ratios": ratios, "target_pct": target_pct,
+            "costs_seconds": {"epoch": epoch_s, "repeat_call": call_s, "process": process_s}, "counts": counts}
 
 
 def budget_scale(r: Result) -> float | None:
@@ -135,8 +167,9 @@ def same_budget_single(r: Result, results: list[Result]) -> Result | None:
     return None
 
 
-def input_ceiling(results: list[Result]) -> list[dict]:
-    """Each in-memory-tensors result beside the files result it shadows (same loop, replicas, batch).
+def input_ceiling(results: list[Result], per_round: dict[str, list[float]]) -> list[dict]:
+    """Each in-memory-tensors result beside the files result it shadows (same loop, replicas, batch):
+    real / tensors as a paired ratio over rounds (stats.paired).
 
     real / tensors near 1 means the JPEG pipeline keeps up with the model; well above 1
     means training waits for input (bench target: <= 1.05)."""
@@ -146,11 +179,14 @@ def input_ceiling(results: list[Result]) -> list[dict]:
         twins = [r for r in results if r.pipeline == "files" and all(getattr(r, k) == getattr(s, k) for k in same)]
         if twins:
             f = twins[0]
+            est = S.paired(per_round[f.variant], per_round[s.variant])
             rows.append({"real": f.variant, "tensors": s.variant, "loop": s.loop, "replicas": s.replicas,
-                         "real_seconds": f.timed_seconds, "tensors_seconds": s.timed_seconds,
+                         "real_seconds": S.from_logs([math.log(x) for x in per_round[f.variant]]).point,
+                         "tensors_seconds": S.from_logs([math.log(x) for x in per_round[s.variant]]).point,
                          "real_images_per_second": f.images_per_second,
                          "tensors_images_per_second": s.images_per_second,
-                         "real_over_tensors": f.timed_seconds / s.timed_seconds})
+                         "real_over_tensors": est.point, "real_over_tensors_ci_low": est.low,
+                         "real_over_tensors_ci_high": est.high})
     return rows
 
 
@@ -183,18 +219,27 @@ def plots_data(df) -> dict[str, str]:
 
 
 def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings: list[str],
-                 model: list[dict] = ()) -> dict:
+                 model: list[dict] = (), variance: dict | None = None) -> dict:
     """reports/metrics.json: numbers only, nested by name (`dvc metrics show` drops lists and
     strings); the labels and the warnings' text are in the report."""
     def numbers(d: dict) -> dict:
         return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
-    return {"variants": {name: numbers(m) for name, m in metrics.items()},
+    def with_codes(m: dict) -> dict:
+        return {**numbers(m), **{k.replace("_verdict", "_verdict_code"): VERDICT_CODE[v]
+                                 for k, v in m.items() if k.endswith("_verdict")}}
+
+    return {"variants": {name: with_codes(m) for name, m in metrics.items()},
             "blog_audit": {a["variant"]: numbers(a) for a in audit},
             "input_ceiling": {c["tensors"]: numbers(c) for c in ceiling},
             "model": {r["variant"]: {**numbers(r), "holds": int(r["holds"]),
                                      **({"holds_with_dispatch": int(r["holds_with_dispatch"])}
                                         if "holds_with_dispatch" in r else {})} for r in model
                       if r.get("predicted_seconds") is not None},
+            "variance": {} if variance is None else {
+                **{f"{level}_sd_pct": c["sd_pct"] for level, c in variance["pooled"].items()
+                   if c["sd_pct"] is not None},
+                **{name.replace(" ", "_"): numbers(x) for name, x in variance["ratios"].items()},
+                **{f"chosen_{k}": v for k, v in variance["counts"].items() if v is not None}},
             "warnings": len(warnings)}

@@ -194,7 +194,7 @@ PORT_ATTEMPTS = 3
 
 
 def launch_main(params: Params, workers: Optional[int] = None, params_path: str = "params.yaml",
-                results_dir: Path = paths.RESULTS) -> int:
+                results_dir: Path = paths.RESULTS, out: Optional[Path] = None) -> int:
     n = params.multiworker.workers if workers is None else workers
     if n == "auto":
         from . import budget, host
@@ -208,7 +208,8 @@ def launch_main(params: Params, workers: Optional[int] = None, params_path: str 
     if params.multiworker.workers != "auto" and n != params.multiworker.workers:
         raise ParamsError(f"--workers: {n} differs from multiworker.workers={params.multiworker.workers}; "
                           f"change the params (it names the variant's replica count)")
-    out = paths.result_path(VARIANT, results_dir)
+    out = Path(out) if out is not None else paths.result_path(VARIANT, results_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
     check_writable(out.parent)
     out.unlink(missing_ok=True)
     deadline = Deadline(params.multiworker.deadline_s)

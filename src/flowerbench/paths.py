@@ -16,7 +16,9 @@ MANIFEST = DATA / "manifest.json"         # what fetch delivered: source, hashes
 QUARANTINE = DATA / "quarantine"          # files that failed to decode, moved out of FLOWERS
 HOST = DATA / "host.json"                 # the machine the training stages measure (stage `host`)
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})  # what counts as an image in FLOWERS
-RESULTS = Path("results")                 # one JSON per variant
+RESULTS = Path("results")                 # the rounds (below) and the model's terms
+ROUNDS = RESULTS / "rounds"               # stage `rounds`: r01/<variant>.json ... and schedule.json
+SCHEDULE = ROUNDS / "schedule.json"       # the rounds' order, core rotation and the host's load per process
 TERMS = RESULTS / "model-terms.json"       # the model's terms on this host (stage `terms`; no variant name has a -)
 REPORTS = Path("reports")
 FIGURES = REPORTS / "figures"
@@ -40,4 +42,10 @@ def is_pipeline_output(path: str) -> bool:
 
 
 def result_path(variant: str, results_dir: Path = RESULTS) -> Path:
+    """Where `train` / `launch` write a result when no --out is given (a run outside the rounds)."""
     return results_dir / f"{variant}.json"
+
+
+def round_result(round_no: int, variant: str, rounds_dir: Path = ROUNDS) -> Path:
+    """One process's result in the rounds: results/rounds/r01/<variant>.json (1-based rounds)."""
+    return rounds_dir / f"r{round_no:02d}" / f"{variant}.json"

@@ -30,7 +30,6 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .metrics import interval
 from .results import Result
 
 MARGIN = 0.15        # of the measured median, on each side of the 95 % interval
@@ -202,8 +201,9 @@ def _is_check(r: Result) -> bool:
             and r.budget_cores == r.cores_per_replica)
 
 
-def predict(r: Result, results: list[Result], terms: dict) -> Optional[dict]:
-    """The row of r: predicted vs measured, per term.  None for runs the model does not cover."""
+def predict(r: Result, results: list[Result], terms: dict, measured: dict[str, tuple]) -> Optional[dict]:
+    """The row of r: predicted vs measured, per term.  None for runs the model does not cover.
+    `measured`: variant -> (seconds, 95 % low, high), the report's own numbers (metrics: over rounds)."""
     if not (_is_test(r) or _is_check(r)):
         return None
     row = {"variant": r.variant, "loop": r.loop, "replicas": r.replicas, "workers": r.workers,
@@ -215,7 +215,7 @@ def predict(r: Result, results: list[Result], terms: dict) -> Optional[dict]:
         ["no input term"] if "input" not in terms else [])
     if missing:
         return {**row, "predicted_seconds": None, "missing": missing}
-    step_s = twin.timed_seconds / (twin.epochs * twin.steps_per_epoch)
+    step_s = measured[twin.variant][0] / (twin.epochs * twin.steps_per_epoch)
     contention = terms["contention"][n]["factor"] if r.replicas > 1 else 1.0
     # a multi-worker job's all-reduce crosses processes: its own term where it was measured
     across = terms.get("allreduce_workers", {}).get(n) if r.workers else None
@@ -225,9 +225,8 @@ def predict(r: Result, results: list[Result], terms: dict) -> Optional[dict]:
                       allreduce_s, terms["input"]["median_rate"])
     e = r.epochs
     predicted = e * epoch["total"]
-    iv = interval(r.repeat_seconds)
-    median = r.timed_seconds
-    lo, hi = window(median, iv["low"], iv["high"])
+    median, low, high = measured[r.variant]
+    lo, hi = window(median, low, high)
     extended = {}
     dispatch = terms.get("dispatch", {}).get(n) if r.replicas > 1 and not r.workers else None
     if dispatch is not None:   # measured after the four terms missed the in-process runs (docs/model.md)
@@ -240,16 +239,16 @@ def predict(r: Result, results: list[Result], terms: dict) -> Optional[dict]:
             "epochs": e, "steps_per_epoch": r.steps_per_epoch,
             "terms_seconds": {k: e * v for k, v in epoch.items() if k != "total"},
             "predicted_seconds": predicted, "measured_seconds": median,
-            "measured_low": iv["low"], "measured_high": iv["high"], "window": [lo, hi],
+            "measured_low": low, "measured_high": high, "window": [lo, hi],
             "error_pct": (predicted - median) / median * 100.0, "holds": lo <= predicted <= hi,
             "missing_per_step_seconds": (median - predicted) / (e * r.steps_per_epoch)}
 
 
-def predictions(results: list[Result], terms: Optional[dict]) -> list[dict]:
+def predictions(results: list[Result], terms: Optional[dict], measured: dict[str, tuple]) -> list[dict]:
     """Every covered run's row, the tests first; [] without terms (or terms skipped on this host)."""
     if not terms or terms.get("skipped"):
         return []
-    rows = [row for r in results if (row := predict(r, results, terms))]
+    rows = [row for r in results if (row := predict(r, results, terms, measured))]
     return sorted(rows, key=lambda row: row["role"] != "test")
 
 

@@ -111,7 +111,7 @@ def run_together(procs: list[subprocess.Popen], deadline: Deadline, solo_first: 
 
 
 def _median_iv(what: str, values: list[float]) -> dict:
-    from .metrics import interval
+    from .stats import mean_interval as interval
 
     iv = interval(values)
     return {f"median_{what}": statistics.median(values), f"interval_{what}": [iv["low"], iv["high"]]}

@@ -1,6 +1,6 @@
-"""Stage `train`: one variant -> results/<variant>.json.
+"""One variant's process -> a result (the rounds stage runs one per variant per round).
 
-    python -m flowerbench train --variant mirrored_fit [--params params.yaml]
+    python -m flowerbench train --variant mirrored_fit [--out PATH] [--first-core K] [--params params.yaml]
 
 Resolves the variant on this host, starts the process (runtime.start: core
 budget and pin, TensorFlow, devices, strategy) and runs the shared training
@@ -12,6 +12,7 @@ result file.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from . import budget, devices, host, paths, runtime
 from .config import Params, ParamsError
@@ -20,9 +21,11 @@ from .results import Result
 from .training import clear_output, log, prepare, train_variant
 
 
-def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) -> Result:
-    """Stage `train`: resolve the variant and its core budget on this host, pin the cores, plan the
-    devices, build the strategy, train, write the result."""
+def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS, out: Optional[Path] = None,
+        first_core: int = 0) -> Result:
+    """One variant's process: resolve the variant and its core budget on this host, pin the cores, plan
+    the devices, build the strategy, train, write the result to `out` (default results/<variant>.json).
+    `first_core`: start the core list there (the rounds rotate a one-replica run across the cores)."""
     variant = params.variant(variant_name)
     if variant.workers is not None:
         raise ParamsError(f"variant: {variant.name} is a {variant.workers}-worker job; it runs under "
@@ -31,11 +34,15 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS) ->
     variant = budget.resolve(variant, params.train, machine["usable_cores"], machine["gpu_count"],
                              sweep=params.is_sweep(variant.name))
     devices.refuse_before_tensorflow(variant.replicas, params.train)
-    out_path = paths.result_path(variant.name, results_dir)
+    out_path = Path(out) if out is not None else paths.result_path(variant.name, results_dir)
     clear_output(out_path)
     batches, images = prepare(params, variant)
 
-    rt = runtime.start(params.train, variant.replicas, cores=variant.cores, machine=machine)
+    ids = host.usable_core_ids(machine)
+    if not 0 <= first_core < len(ids):
+        raise ParamsError(f"--first-core: {first_core} is not one of the {len(ids)} usable core positions")
+    rt = runtime.start(params.train, variant.replicas, cores=variant.cores, machine=machine,
+                       core_ids=ids[first_core:] + ids[:first_core])
     cores, plan = rt.budget, rt.plan
     log(variant.name, f"core budget {cores.kind}: {cores.budget_cores} of {cores.usable_cores} usable core(s) "
         f"{cores.affinity or '(not pinned)'}, threads intra {cores.intra_op_threads or 'default'} / inter "

@@ -77,9 +77,9 @@ def test_the_report_refuses_an_impossible_host_description(report_dir):
     ({"repeats": 2}, "1 repeat and 4 epoch time(s) for 2 repeat(s) of 4 epoch(s)"),
 ])
 def test_the_report_refuses_an_impossible_result(report_dir, change, needle):
-    path = report_dir / "results" / "mirrored_fit.json"
+    path = report_dir / "results" / "rounds" / "r01" / "mirrored_fit.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
-    report_fails(report_dir, f"results/mirrored_fit.json: {needle}")
+    report_fails(report_dir, f"results/rounds/r01/mirrored_fit.json: {needle}")
 
 
 @pytest.mark.parametrize("text,needle", [

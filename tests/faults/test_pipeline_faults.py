@@ -1,5 +1,5 @@
 """Runs that collide or die, on the real pipeline (tiny params): two runs in one checkout, a hard
-kill mid-stage and mid-write.  The pipeline is conftest's `pipeline_repo` (built once per session,
+kill mid-rounds (and the resume) and mid-write.  The pipeline is conftest's `pipeline_repo` (built once per session,
 shared with tests/test_dvc.py); every test here puts it back to its committed run."""
 
 from __future__ import annotations
@@ -69,27 +69,30 @@ def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
     _back_to_the_committed_run(pipeline_repo)
 
 
-def test_a_hard_kill_mid_stage_loses_nothing_committed_and_the_rerun_completes(pipeline_repo):
-    """SIGKILL in the middle of a forced rerun of a train stage (after its first timed epoch): DVC has
-    already removed the stage's output, so no result is left, never a partial one; `git checkout --
-    results/` restores the last committed result (results are git-tracked, cache: false) and DVC
-    finds the pipeline clean again; a plain `dvc repro` instead reruns just that stage and the report."""
-    result = pipeline_repo / "results" / "single_custom.json"
-    committed = result.read_bytes()
-    killed = _dvc_popen(["repro", "-f", "-s", "train@single_custom"], pipeline_repo,
-                        FLOWERBENCH_FAILPOINT="kill:after-first-epoch")
+def test_a_hard_kill_mid_rounds_resumes_where_it_stopped(pipeline_repo):
+    """SIGKILL of the rounds stage right after its first process is recorded: DVC keeps the folder
+    (persist: true), the schedule holds that one process and its result, and the next `dvc repro`
+    measures only the other five (the kept result's bytes unchanged), then the report."""
+    rounds = pipeline_repo / "results" / "rounds"
+    committed = (rounds / "schedule.json").read_bytes()
+    for f in sorted(rounds.rglob("*"), reverse=True):      # measure from nothing, as a first run would
+        f.unlink() if f.is_file() else f.rmdir()
+    killed = _dvc_popen(["repro", "-s", "rounds"], pipeline_repo, FLOWERBENCH_FAILPOINT="kill:process-recorded")
     out = killed.communicate(timeout=300)[0]
-    assert killed.returncode != 0 and "[failpoint] kill at after-first-epoch" in out, out[-3000:]
-    assert not result.exists()
-    assert not list((pipeline_repo / "results").glob(".single_custom.json.*"))
-    assert set(status(pipeline_repo)) == {"train@single_custom", "report"}
-    git("checkout", "--", "results/", cwd=pipeline_repo)
-    assert result.read_bytes() == committed and status(pipeline_repo) == {}
-    # or: rerun
-    result.unlink()
+    assert killed.returncode != 0 and "[failpoint] kill at process-recorded" in out, out[-3000:]
+    sched = json.loads((rounds / "schedule.json").read_text())
+    assert len(sched["processes"]) == 1 and sched["count"] == 1
+    first = sched["processes"][0]["variant"]
+    assert first == sched["order"][0][0] and [p.name for p in (rounds / "r01").iterdir()] == [f"{first}.json"]
+    kept = (rounds / "r01" / f"{first}.json").read_bytes()
+    assert "rounds" in status(pipeline_repo)
     proc = dvc("repro", cwd=pipeline_repo)
-    ran = sorted(l.split("'")[1] for l in proc.stdout.splitlines() if l.startswith("Running stage"))
-    assert ran == ["host", "report", "train@single_custom"] and status(pipeline_repo) == {}
+    said = proc.stdout + proc.stderr
+    assert "resuming: 1 of 6 processes already measured with these inputs" in said, said[-3000:]
+    assert f"1/6: {first}" not in said and said.count("[rounds] round 1/1,") == 5
+    assert (rounds / "r01" / f"{first}.json").read_bytes() == kept
+    assert len(json.loads((rounds / "schedule.json").read_text())["processes"]) == 6
+    assert (rounds / "schedule.json").read_bytes() != committed and status(pipeline_repo) == {}
     _back_to_the_committed_run(pipeline_repo)
 
 
@@ -97,7 +100,7 @@ def test_a_kill_mid_write_leaves_the_old_result_and_a_scratch_file_dvc_ignores(p
     """SIGKILL between writing the temporary file and renaming it over the result (run outside DVC,
     so nothing removed the old result first): the old result is intact, and the stray temporary
     file in results/ (a dependency of the report) is ignored by DVC, so nothing looks changed."""
-    result = pipeline_repo / "results" / "single_fit.json"
+    result = pipeline_repo / "results" / "rounds" / "r01" / "single_fit.json"
     committed = result.read_bytes()
     env = cli_env(FLOWERBENCH_FAILPOINT="kill:mid-write")
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
@@ -110,7 +113,7 @@ def test_a_kill_mid_write_leaves_the_old_result_and_a_scratch_file_dvc_ignores(p
     assert strays, "the kill left no scratch file: the checkpoint did not fire mid-write"
     assert json.loads((pipeline_repo / "reports" / "metrics.json").read_text())  # the old one, whole
     _back_to_the_committed_run(pipeline_repo)  # the figures written before the kill, back to the lock's
-    stray = pipeline_repo / "results" / ".single_fit.json.abc123.tmp"
+    stray = pipeline_repo / "results" / "rounds" / "r01" / ".single_fit.json.abc123.tmp"
     stray.write_text('{"half": ')
     try:
         assert result.read_bytes() == committed

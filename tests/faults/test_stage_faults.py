@@ -75,17 +75,17 @@ def test_missing_data_folder(workdir):
 # --------------------------------------------------------------------------- report
 
 def test_report_missing_results_file(report_dir):
-    (report_dir / "results" / "mirrored_custom.json").unlink()
-    report_fails(report_dir, "results/mirrored_custom.json: results file not found")
+    (report_dir / "results" / "rounds" / "r01" / "mirrored_custom.json").unlink()
+    report_fails(report_dir, "results/rounds/r01/mirrored_custom.json: results file not found")
 
 
 def test_report_results_not_json(report_dir):
-    (report_dir / "results" / "single_custom.json").write_text("{ truncated")
-    report_fails(report_dir, "results/single_custom.json: not valid JSON")
+    (report_dir / "results" / "rounds" / "r01" / "single_custom.json").write_text("{ truncated")
+    report_fails(report_dir, "results/rounds/r01/single_custom.json: not valid JSON")
 
 
 def _edit_result(report_dir, name: str, edit) -> None:
-    path = report_dir / "results" / f"{name}.json"
+    path = report_dir / "results" / "rounds" / "r01" / f"{name}.json"
     r = json.loads(path.read_text())
     edit(r)
     path.write_text(json.dumps(r))
@@ -93,7 +93,7 @@ def _edit_result(report_dir, name: str, edit) -> None:
 
 def test_report_results_missing_field(report_dir):
     _edit_result(report_dir, "mirrored_fit", lambda r: r.pop("timed_seconds"))
-    report_fails(report_dir, "results/mirrored_fit.json: missing field timed_seconds (written by an older or "
+    report_fails(report_dir, "results/rounds/r01/mirrored_fit.json: missing field timed_seconds (written by an older or "
                               "broken run? rerun `dvc repro`)")
 
 
@@ -110,7 +110,7 @@ def test_report_refuses_a_foreign_or_malformed_result(report_dir, edit, needle):
     """Every result goes through the one result model: another schema version, an unknown or
     mistyped field is one line naming the file, and the previous report stays as it was."""
     _edit_result(report_dir, "mirrored_fit", edit)
-    report_fails(report_dir, f"results/mirrored_fit.json: {needle}")
+    report_fails(report_dir, f"results/rounds/r01/mirrored_fit.json: {needle}")
 
 
 @pytest.mark.parametrize("field,value,needle", [
@@ -130,7 +130,7 @@ def test_report_labels_results_from_another_commit_or_data(report_dir, field, va
 
 
 def test_report_mixed_param_sets_warns_and_names_them(report_dir):
-    path = report_dir / "results" / "mirrored_fit.json"
+    path = report_dir / "results" / "rounds" / "r01" / "mirrored_fit.json"
     r = json.loads(path.read_text())
     r["params"]["train"]["epochs"] = 7
     path.write_text(json.dumps(r))

@@ -61,12 +61,67 @@ def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, 
     }
 
 
-def fake_results(results_dir: Path, kind: str = "logical_cpu", synthetic: bool = True) -> None:
-    results_dir.mkdir(parents=True, exist_ok=True)
-    for name, (loop, replicas, secs) in KNOWN.items():
-        r = fake_result(name, loop, replicas, secs, kind, synthetic)
-        (results_dir / f"{name}.json").write_text(json.dumps(r))
+# The host's drift from round to round in the fake rounds: shared by every variant, so paired ratios
+# come out exact (a zero-width interval) unless a test adds noise of its own.
+DRIFT = (1.0, 1.04, 0.97)
 
+
+def schedule(variants: list[str], count: int) -> dict:
+    """A complete results/rounds/schedule.json for `variants` x `count` rounds (rounds.Schedule)."""
+    from flowerbench import rounds
+
+    order = rounds.order(variants, count, 123)
+    procs = [{"round": k, "position": i + 1, "variant": v, "first_core": (k - 1) % 2,
+              "started_at": "2026-12-04T10:00:00+00:00", "wall_seconds": 60.0, "exit_code": 0,
+              "load_before": [0.1, 0.1, 0.1], "load_after": [1.0, 0.5, 0.2], "steal_share": 0.0,
+              "foreign_share": 0.01, "busy": False}
+             for k, o in enumerate(order, start=1) for i, v in enumerate(o)]
+    return {"schema_version": rounds.SCHEDULE_SCHEMA, "fingerprint": "0" * 64, "seed": 123, "count": count,
+            "variants": variants, "order": order, "usable_cores": 2, "busy_share": 0.1, "processes": procs}
+
+
+def write_rounds(results_dir: Path, records: dict[str, list[dict]]) -> None:
+    """results/rounds/: each variant's per-round records (results.Result dicts) and their schedule."""
+    rounds_dir = results_dir / "rounds"
+    count = len(next(iter(records.values())))
+    for name, recs in records.items():
+        for k, rec in enumerate(recs, start=1):
+            (rounds_dir / f"r{k:02d}").mkdir(parents=True, exist_ok=True)
+            (rounds_dir / f"r{k:02d}" / f"{name}.json").write_text(json.dumps(rec))
+    (rounds_dir / "schedule.json").write_text(json.dumps(schedule(list(records), count)))
+
+
+def per_round(record: dict, drift=DRIFT) -> list[dict]:
+    """One record per round: its times scaled by the round's drift."""
+    out = []
+    for f in drift:
+        r = json.loads(json.dumps(record))
+        for key in ("epoch_seconds", "repeat_seconds", "repeat_wall_seconds"):
+            r[key] = [x * f for x in r[key]]
+        r["timed_seconds"] *= f
+        r["images_per_second"] /= f
+        out.append(r)
+    return out
+
+
+def read_rounds(results_dir: Path) -> dict[str, list[dict]]:
+    """What write_rounds wrote, back as records (to add a variant or change one)."""
+    sched = json.loads((results_dir / "rounds" / "schedule.json").read_text())
+    return {v: [json.loads((results_dir / "rounds" / f"r{k:02d}" / f"{v}.json").read_text())
+                for k in range(1, sched["count"] + 1)] for v in sched["variants"]}
+
+
+def add_result(results_dir: Path, record: dict, drift=DRIFT) -> None:
+    """Add (or replace) one variant in every round of the fake rounds."""
+    records = read_rounds(results_dir)
+    records[record["variant"]] = per_round(record, drift[:len(next(iter(records.values())))])
+    write_rounds(results_dir, records)
+
+
+def fake_results(results_dir: Path, kind: str = "logical_cpu", synthetic: bool = True, drift=DRIFT) -> None:
+    """The tiny params' variants (KNOWN) in len(drift) rounds."""
+    write_rounds(results_dir, {name: per_round(fake_result(name, loop, replicas, secs, kind, synthetic), drift)
+                               for name, (loop, replicas, secs) in KNOWN.items()})
 
 
 # one replica's step from the custom twin: 57.6 s / (4 epochs x 58 steps of 64 of 3,670 images)

@@ -8,8 +8,10 @@ HELP = ("measure the model's terms on this host (input, step alone and side by s
 
 def _run(args, params):
     from flowerbench import terms
+    from flowerbench.hostlock import measuring
 
-    terms.run(params, params_path=args.params)
+    with measuring(f"terms of {args.params}"):   # the probes time steps: alone on the host
+        terms.run(params, params_path=args.params)
 
 
 main, parser = entry.command("terms", HELP, _run)

@@ -1,15 +1,17 @@
-"""Stage `report`: results/*.json -> reports/ (report.md, self-contained report.html,
-figures/*.png, metrics.json for `dvc metrics`, plots/*.csv for `dvc plots`).
+"""Stage `report`: results/rounds/ + results/model-terms.json -> reports/ (report.md, self-contained
+report.html, figures/*.png, metrics.json for `dvc metrics`, plots/*.csv for `dvc plots`).
 
     python -m flowerbench report [--params params.yaml]
 
-It reads the result of every variant the params declare (variants, sweep,
-multi-worker) through the result model (results.py), computes the numbers
-(metrics.py, predict.py, blog.py), draws the figures (figures.py) and writes the
-report as a list of sections, one function each beside its own words:
+It reads every round of every variant the params declare (variants, sweep,
+multi-worker) through rounds.py and the result model (results.py), computes the
+numbers (metrics.py: paired ratios over rounds, stats.py; predict.py, blog.py),
+draws the figures (figures.py) and writes the report as a list of sections, one
+function each beside its own words:
 
     opening        title, banners, where measured, the answer and its figure
     headline       every variant's row;  what_this_shows: findings, confounders
+    precision      the rounds, the variance split, the half-widths against the target
     inputs         real JPEGs against in-memory tensors
     audit          the blog's claims re-derived from its own times
     prediction     the model, tested on this host
@@ -30,7 +32,8 @@ from ..config import Params
 from ..host import HostError, describe as describe_host, label as host_label, load as load_host
 from ..io import atomic_write, write_dir, write_json
 from ..log import get_logger
-from ..results import Result, ResultError, load
+from ..results import Result
+from ..rounds import Rounds, RoundsError, load as load_rounds
 from .audit import audit_section
 from .blog_explained import blog_explained
 from .cells import run_kind_label
@@ -41,6 +44,7 @@ from .inputs import input_pipeline
 from .opening import opening, where_measured
 from .prediction import model_section
 from .provenance import provenance
+from .precision import precision
 
 log = get_logger("report").info
 
@@ -49,26 +53,16 @@ class ReportError(RuntimeError):
     """A results file is missing or malformed, or the params name no result (one line)."""
 
 
-def load_results(params: Params, results_dir: Path = paths.RESULTS) -> list[Result]:
-    variants = params.all_variants()
-    missing = [v.name for v in variants if not paths.result_path(v.name, results_dir).exists()]
-    if missing:
-        raise ReportError(f"{paths.result_path(missing[0], results_dir)}: results file not found "
-                          f"({len(missing)} missing: {', '.join(missing)}); run `dvc repro` first")
-    out = []
-    for v in variants:
-        path = paths.result_path(v.name, results_dir)
-        try:
-            r = load(path)
-        except ResultError as exc:
-            raise ReportError(str(exc)) from None
-        if r.variant != v.name:
-            raise ReportError(f"{path}: holds variant {r.variant!r}, expected {v.name!r}")
-        out.append(r)
-    if params.report.baseline not in {r.variant for r in out}:
+def load_results(params: Params, results_dir: Path = paths.RESULTS) -> Rounds:
+    """The complete rounds of every variant the params declare (rounds.load), or a one-line ReportError."""
+    try:
+        rounds = load_rounds([v.name for v in params.all_variants()], results_dir / paths.ROUNDS.name)
+    except RoundsError as exc:
+        raise ReportError(str(exc)) from None
+    if params.report.baseline not in rounds.runs[0]:
         raise ReportError(f"report.baseline: variant {params.report.baseline!r} has no result "
-                          f"(have: {', '.join(r.variant for r in out)})")
-    return out
+                          f"(have: {', '.join(rounds.runs[0])})")
+    return rounds
 
 
 def load_terms(path: Path = paths.TERMS) -> dict | None:
@@ -99,9 +93,9 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
     reused from an earlier run, and the host and date of those."""
     import datetime as dt
 
-    results = load_results(params, results_dir)
+    results = load_results(params, results_dir).pooled()
     start = dt.datetime.fromisoformat(since)
-    new = [r for r in results if dt.datetime.fromisoformat(r.started_at) >= start]
+    new = [r for r in results if dt.datetime.fromisoformat(r.finished_at) >= start]
     old = [r for r in results if r not in new]
     here = current_host()
     out = [f"flowerbench: {len(new)} result(s) measured now on this host ({host_label(here)}), {len(old)} reused"]
@@ -113,59 +107,79 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
     return "\n".join(out)
 
 
-def markdown(results: list[Result], metrics: dict, audit: list[dict], ceiling: list[dict],
-             figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str], here: dict,
-             terms: dict | None, predicted: list[dict]) -> str:
+def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dict, audit: list[dict],
+             ceiling: list[dict], figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str],
+             here: dict, terms: dict | None, predicted: list[dict]) -> str:
     """The report: its sections in order, each given the data it needs."""
     base = params.report.baseline
     verdict = predict.verdict(predicted) if terms and not terms.get("skipped") else None
-    blocks = [*opening(results, metrics, audit, warnings, here, figs),
+    blocks = [*opening(results, metrics, audit, warnings, here, figs, base),
               *headline(results, metrics, base),
-              *what_this_shows(results, metrics, base),
+              *what_this_shows(results, metrics, base, rounds, variance),
+              *precision(rounds, variance),
               *input_pipeline(ceiling),
               *audit_section(audit, results, metrics, base, params.report.blog_seconds),
               *model_section(terms, predicted, verdict),
               *blog_explained(params.report, verdict, predicted),
-              *conclusion(results, metrics, audit),
+              *conclusion(results, metrics, audit, base, rounds),
               "## Figures", *(render.figure(name, caption) for name, (_, caption) in figs.items()
                               if name != OPENING_FIGURE),
-              *provenance(results)]
+              *provenance(results, [r for rnd in rounds.runs for r in rnd.values()])]
     return "\n\n".join(blocks) + "\n"
 
 
-def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = paths.REPORTS) -> dict:
-    results = load_results(params, results_dir)
-    here = current_host()
-    terms = load_terms(results_dir / paths.TERMS.name)
+def consistency_warnings(rounds: Rounds, results: list[Result]) -> list[str]:
+    """What makes results less comparable than they look: mixed params, commits or data trees, across
+    variants or rounds."""
     warnings = []
     mixed = M.mixed_params(results)
     if mixed:
         warnings.append(f"results from different param sets: {', '.join(mixed)} differ from "
                         f"{results[0].variant} in {'/'.join(M.COMPARABLE)}; their timings are not comparable")
-        log(f"warning: {warnings[-1]}")
     # (another schema version never gets this far: results.load refuses it)
     for what, key in (("git commits", "git_commit"), ("data trees", "data_tree_sha256")):
         groups: dict = {}
-        for r in results:
-            groups.setdefault(getattr(r, key), []).append(r.variant)
+        for k, rnd in enumerate(rounds.runs, start=1):
+            for r in rnd.values():
+                groups.setdefault(getattr(r, key), {}).setdefault(r.variant, []).append(k)
         if len(groups) > 1:
+            def names(found: dict) -> str:
+                return ", ".join(v if len(ks) == rounds.count else f"{v} (round {', '.join(map(str, ks))})"
+                                 for v, ks in found.items())
             warnings.append(f"results from {len(groups)} different {what}: " + "; ".join(
-                f"{str(k)[:12]}: {', '.join(v)}" for k, v in groups.items()) + "; compare them with care")
-            log(f"warning: {warnings[-1]}")
-    metrics = M.compute_metrics(results, params.report.baseline)
+                f"{str(k)[:12]}: {names(v)}" for k, v in groups.items()) + "; compare them with care")
+    return warnings
+
+
+def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = paths.REPORTS) -> dict:
+    rounds = load_results(params, results_dir)
+    results = rounds.pooled()
+    here = current_host()
+    terms = load_terms(results_dir / paths.TERMS.name)
+    warnings = consistency_warnings(rounds, results)
+    for w in warnings:
+        log(f"warning: {w}")
+    per_round = {r.variant: rounds.seconds(r.variant) for r in results}
+    base = params.report.baseline
+    metrics = M.compute_metrics(results, base, per_round)
+    variance = M.variance_split(rounds, metrics, base, params.report.precision_target_pct)
     audit = blog.audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
-    ceiling = M.input_ceiling(results)
+    ceiling = M.input_ceiling(results, per_round)
     df = M.tidy(results)
     figs = figures(results, metrics, df, params.report, run_kind_label(results), audit)
-    rows = predict.predictions(results, terms)
-    md = markdown(results, metrics, audit, ceiling, figs, params, warnings, here, terms, rows)
+    measured = {v: (m["timed_seconds"], m["timed_seconds_ci_low"], m["timed_seconds_ci_high"])
+                for v, m in metrics.items()}
+    rows = predict.predictions(results, terms, measured)
+    md = markdown(rounds, results, metrics, variance, audit, ceiling, figs, params, warnings, here, terms, rows)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
     write_dir(reports_dir / paths.FIGURES.name, {name: png for name, (png, _) in figs.items()})
     write_dir(reports_dir / paths.PLOTS.name, M.plots_data(df))
-    write_json(reports_dir / paths.METRICS.name, M.metrics_file(metrics, audit, ceiling, warnings, rows))
+    write_json(reports_dir / paths.METRICS.name,
+               M.metrics_file(metrics, audit, ceiling, warnings, rows, variance))
     atomic_write(reports_dir / paths.REPORT_MD.name, md)
     atomic_write(reports_dir / paths.REPORT_HTML.name, page)
-    log(f"{len(results)} variants -> {reports_dir}/report.html, report.md, {len(figs)} figures, metrics.json")
-    return {"metrics": metrics, "audit": audit, "warnings": warnings, "model": rows}
+    log(f"{len(results)} variants x {rounds.count} round(s) -> {reports_dir}/report.html, report.md, "
+        f"{len(figs)} figures, metrics.json")
+    return {"metrics": metrics, "audit": audit, "warnings": warnings, "model": rows, "variance": variance}

@@ -32,6 +32,7 @@ def audit_section(audit: list[dict], results: list[Result], metrics: dict, basel
                 ["images per epoch", f"{s['images_per_epoch']:,}", f"{r0.images_per_epoch:,}"],
                 ["batch per replica", s["batch_size_per_replica"], r0.batch_size_per_replica],
                 ["warm-up + timed epochs", f"{s['warmup_epochs']} + {s['epochs']}",
-                 f"{r0.warmup_epochs} + {r0.epochs} (x {r0.repeats} repeat(s))"],
+                 f"{r0.warmup_epochs} + {r0.epochs} (x {r0.params['train']['repeats']} repeat(s) per process, "
+                 f"{r0.repeats // r0.params['train']['repeats']} round(s))"],
                 ["hardware", s["hardware"], run_kind_label(results)],
                 ["replicas", "1 and 4", ", ".join(str(n) for n in sorted({r.replicas for r in results}))]])]

@@ -11,15 +11,28 @@ def fmt(x, spec: str = ".2f") -> str:
 
 
 def seconds_cell(m: dict) -> str:
+    """Timed seconds over rounds: geometric mean [95 % interval] (n rounds)."""
     if m["timed_seconds_ci_low"] is None:
-        return f"{m['timed_seconds']:.2f} (n={m['repeats']}, no interval)"
-    return f"{m['timed_seconds']:.2f} [{m['timed_seconds_ci_low']:.2f}, {m['timed_seconds_ci_high']:.2f}] (n={m['repeats']})"
+        return f"{m['timed_seconds']:.2f} (1 round, no interval)"
+    return (f"{m['timed_seconds']:.2f} [{m['timed_seconds_ci_low']:.2f}, {m['timed_seconds_ci_high']:.2f}] "
+            f"(n={m['rounds']})")
+
+
+def ratio_words(m: dict, key: str) -> str:
+    """'1.31x [1.22-1.41]': a paired ratio and its 95 % interval over rounds (key: speedup_vs_baseline,
+    speedup_vs_single, scaling_efficiency)."""
+    lo, hi = m.get(f"{key}_ci_low"), m.get(f"{key}_ci_high")
+    x = "" if key == "scaling_efficiency" else "x"
+    return f"{m[key]:.2f}{x}" + ("" if lo is None else f" [{lo:.2f}-{hi:.2f}]")
+
+
+def verdict_of(m: dict, key: str) -> str:
+    """stats.verdict's word for a speed-up (faster, slower, not distinguishable), as metrics holds it."""
+    return m[f"{key}_verdict"]
 
 
 def speedup_cell(m: dict) -> str:
-    if m["speedup_ci_low"] is None:
-        return fmt(m["speedup_vs_baseline"])
-    return f"{m['speedup_vs_baseline']:.2f} [{m['speedup_ci_low']:.2f}, {m['speedup_ci_high']:.2f}]"
+    return ratio_words(m, "speedup_vs_baseline")
 
 
 def change_words(reduction_pct: float, speedup: float, less: str = "less time") -> str:
@@ -33,22 +46,20 @@ def change_label(m: dict, is_baseline: bool) -> str:
 
 
 def versus(m: dict, is_baseline: bool) -> str:
-    """The change vs the baseline, and whether the interval includes the baseline."""
+    """The change vs the baseline and the rule's verdict on it (stats.verdict)."""
     if is_baseline:
         return "baseline"
-    text = change_words(m["reduction_vs_baseline_pct"], m["speedup_vs_baseline"])
-    if m["distinguishable_from_baseline"] is False:
-        text += " (not distinguishable from the baseline)"
-    return text
+    return (f"{change_words(m['reduction_vs_baseline_pct'], m['speedup_vs_baseline'])} "
+            f"({verdict_of(m, 'speedup_vs_baseline')})")
 
 
 def versus_same_loop(m: dict) -> str:
-    """The same comparison against one replica of the same loop and input (the scaling view)."""
-    if "speedup_vs_single_same_loop" not in m:
+    """The same comparison against one replica of the same loop and input (the scaling view), labelled."""
+    if "speedup_vs_single" not in m:
         return "n/a"
-    if m["replicas"] == 1:
-        return "itself" if m["speedup_vs_single_same_loop"] == 1.0 else f"{m['speedup_vs_single_same_loop']:.2f}x"
-    return change_words(m["reduction_vs_single_same_loop_pct"], m["speedup_vs_single_same_loop"])
+    if m["replicas"] == 1 and m["budget_kind"] != "threads":
+        return "itself"
+    return f"{ratio_words(m, 'speedup_vs_single')} vs {m['single_same_loop']} ({verdict_of(m, 'speedup_vs_single')})"
 
 
 def budget_cell(r: Result) -> str:
@@ -61,30 +72,12 @@ def budget_cell(r: Result) -> str:
             f"inter {r.inter_op_threads or 'default'}")
 
 
-def speedup_words(m: dict) -> str:
-    """'1.31x [1.22-1.41]': the speed-up vs 1 replica of the same loop (the interval when there is one)."""
-    s = m["speedup_vs_single_same_loop"]
-    lo, hi = m.get("speedup_vs_single_ci_low"), m.get("speedup_vs_single_ci_high")
-    return f"{s:.2f}x" + ("" if lo is None else f" [{lo:.2f}-{hi:.2f}]")
-
-
 def efficiency_words(m: dict) -> str:
-    lo, hi = m.get("scaling_efficiency_ci_low"), m.get("scaling_efficiency_ci_high")
-    return f"{m['scaling_efficiency']:.2f}" + ("" if lo is None else f" [{lo:.2f}-{hi:.2f}]")
-
-
-def side(m: dict) -> str:
-    """faster / slower when the 95 % interval of the speed-up lies above / below 1, else unclear."""
-    lo, hi = m.get("speedup_vs_single_ci_low"), m.get("speedup_vs_single_ci_high")
-    if lo is None:
-        return "unclear"
-    return "faster" if lo > 1 else "slower" if hi < 1 else "unclear"
-
-
-def unclear_words(m: dict) -> str:
-    """' (not distinguishable from 1)' when the interval holds 1 (nothing without an interval)."""
-    return " (not distinguishable from 1)" if m.get("speedup_vs_single_ci_low") is not None and \
-        side(m) == "unclear" else ""
+    """'0.62 [0.55-0.70], same-loop basis' (and the label of a pathological baseline)."""
+    text = f"{ratio_words(m, 'scaling_efficiency')} vs {m['single_same_loop']}"
+    if m.get("scaling_efficiency_pathological_baseline"):
+        text += " (PATHOLOGICAL BASELINE: the whole-epoch graph on one replica)"
+    return text
 
 
 def scaled(results: list[Result], metrics: dict) -> list[Result]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from .. import metrics as M
+import math
+
+from .. import stats as S
 from ..results import Result
-from .cells import efficiency_words, scaled, speedup_words
+from ..stats import FASTER, UNDECIDED
+from .cells import efficiency_words, ratio_words, scaled, verdict_of
 
 
-def conclusion(results: list[Result], metrics: dict, audit: list[dict]) -> list[str]:
+def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline: str, rounds) -> list[str]:
     """What a reader can quote: what this run shows and what it cannot, from the numbers."""
     kinds = sorted({r.device_kind for r in results})
     replicas = sorted({r.replicas for r in results})
@@ -30,8 +33,10 @@ def conclusion(results: list[Result], metrics: dict, audit: list[dict]) -> list[
                  "(tests/test_equivalence.py), not by these timings.")
     runs = scaled(results, metrics)
     if runs:
-        shows.append("Data parallelism on cores of their own: " + "; ".join(
-            f"{r.variant} {speedup_words(metrics[r.variant])}, efficiency {efficiency_words(metrics[r.variant])}" for r in runs) + ".")
+        shows.append(f"Data parallelism on cores of their own, against {baseline} (the blog's basis): " + "; ".join(
+            f"{r.variant} {ratio_words(metrics[r.variant], 'speedup_vs_baseline')}: "
+            f"{verdict_of(metrics[r.variant], 'speedup_vs_baseline')} (efficiency {efficiency_words(metrics[r.variant])})"
+            for r in runs) + ".")
         by_loop = {}
         for r in runs:
             if not r.workers:
@@ -39,27 +44,26 @@ def conclusion(results: list[Result], metrics: dict, audit: list[dict]) -> list[
         for n in sorted({k[0] for k in by_loop}):
             fit, custom = by_loop.get((n, "fit")), by_loop.get((n, "custom"))
             if fit and custom:
-                mf, mc = metrics[fit.variant], metrics[custom.variant]
-                apart = (mf.get("scaling_efficiency_ci_high") is not None and mc.get("scaling_efficiency_ci_high")
-                         is not None and (mf["scaling_efficiency_ci_high"] < mc["scaling_efficiency_ci_low"]
-                                          or mc["scaling_efficiency_ci_high"] < mf["scaling_efficiency_ci_low"]))
-                better = fit if mf["scaling_efficiency"] > mc["scaling_efficiency"] else custom
-                shows.append(f"At {n} replicas the {better.loop} loop scaled better ({efficiency_words(metrics[better.variant])} "
-                             f"vs {efficiency_words(metrics[(custom if better is fit else fit).variant])})"
-                             + ("." if apart else ", but the intervals overlap: not a clear difference."))
-        threads = [r for r in results if r.budget_kind == "threads"]
-        for t in threads:
+                # fit's efficiency over custom's, round by round: a paired ratio of two paired ratios
+                sf, sc = metrics[fit.variant]["single_same_loop"], metrics[custom.variant]["single_same_loop"]
+                est = S.from_logs([math.log(a / b) - math.log(c / d) for a, b, c, d in zip(
+                    rounds.seconds(sf), rounds.seconds(fit.variant), rounds.seconds(sc), rounds.seconds(custom.variant))])
+                word = S.verdict(est)
+                shows.append(f"At {n} replicas, fit()'s scaling efficiency over the custom loop's: "
+                             f"{est.point:.2f}x{'' if est.low is None else f' [{est.low:.2f}-{est.high:.2f}]'}: "
+                             + ("not distinguishable." if word == UNDECIDED else
+                                f"the {'fit' if word == FASTER else 'custom'} loop scaled better."))
+        for t in (r for r in results if r.budget_kind == "threads"):
             twin = next((r for r in runs if r.loop == t.loop and not r.workers and
                          r.replicas * r.cores_per_replica == t.budget_cores), None)
             if twin:
-                ratio = t.timed_seconds / twin.timed_seconds
-                lo, hi = M.ratio_interval(M.interval(t.repeat_seconds), M.interval(twin.repeat_seconds))
-                ci = "" if lo is None else f" [{lo:.2f}-{hi:.2f}]"
-                verdict = ("not distinguishable" if lo is not None and lo <= 1 <= hi else
-                           "replicas were faster" if ratio > 1 else "threads were faster")
-                shows.append(f"On the same {t.budget_cores} cores, {twin.variant} ({twin.replicas} replicas) took "
-                             f"1/{ratio:.2f}{ci} of the time of {t.variant} (1 replica, intra-op threads): "
-                             f"{verdict}.")
+                est = S.paired(rounds.seconds(t.variant), rounds.seconds(twin.variant))
+                word = S.verdict(est)
+                shows.append(f"On the same {t.budget_cores} cores, {twin.variant} ({twin.replicas} replicas) against "
+                             f"{t.variant} (1 replica, intra-op threads): {est.point:.2f}x"
+                             f"{'' if est.low is None else f' [{est.low:.2f}-{est.high:.2f}]'}: "
+                             + ("not distinguishable." if word == UNDECIDED else
+                                f"{'replicas' if word == FASTER else 'threads'} were faster."))
     cannot = []
     if all(r.budget_kind != "gpu" for r in results):
         theirs = " and ".join(f"{a['speedup']:.2f}x" for a in audit if a["gpus"] and a["gpus"] > 1)
@@ -69,10 +73,10 @@ def conclusion(results: list[Result], metrics: dict, audit: list[dict]) -> list[
     oversub = [r.variant for r in results if r.replicas > 1 and r.budget_kind in ("oversubscribed", "shared")]
     if oversub:
         cannot.append(f"{', '.join(oversub)} shared cores, so they say nothing about speed-up.")
-    undecided = [v for v, m in metrics.items() if m.get("distinguishable_from_baseline") is False]
+    undecided = [v for v, m in metrics.items() if v != baseline and m["speedup_vs_baseline_verdict"] == UNDECIDED]
     if undecided:
-        cannot.append(f"It cannot tell {', '.join(undecided)} apart from the baseline: the 95% interval "
-                      f"of the speedup includes 1.")
+        cannot.append(f"It cannot tell {', '.join(undecided)} apart from {baseline}: the 95 % interval of the "
+                      f"speed-up holds 1.")
     if any(r.data_synthetic for r in results):
         cannot.append("It says nothing about accuracy on real flowers: the data was the generated stand-in.")
     return ["## Conclusion", f"**Shows.** {' '.join(shows)}", f"**Cannot show.** {' '.join(cannot) or 'n/a'}"]

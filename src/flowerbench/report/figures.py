@@ -46,12 +46,13 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
              "vs_blog.png": vs_blog(metrics, audit, kind_label, dpi),
              "reduction.png": reduction(order, metrics, audit, base, dpi),
              "epoch_seconds.png": epoch_seconds(df, order, dpi),
-             "scaling.png": scaling(results, metrics, audit, kind_label, dpi)}
+             "scaling.png": scaling(results, metrics, audit, base, kind_label, dpi)}
     return {name: fig for name, fig in drawn.items() if fig is not None}
 
 
 def timed_seconds(results: list[Result], metrics: dict, base: str, kind_label: str, dpi: int) -> Figure:
-    """Timed seconds per variant: median with its 95 % interval, labelled with the change vs the baseline."""
+    """Timed seconds per variant: geometric mean over rounds with its 95 % interval, labelled with the change
+    vs the baseline."""
     plt, _, loop_color, _ = _style()
     order = [r.variant for r in results]
 
@@ -67,13 +68,13 @@ def timed_seconds(results: list[Result], metrics: dict, base: str, kind_label: s
         ax.annotate(change_label(metrics[v], v == base), (x, t), ha="center", va="bottom", xytext=(0, 6),
                     textcoords="offset points", fontsize=9)
     ax.set_ylim(0, max(top) * 1.2)
-    ax.set_ylabel(f"timed seconds ({results[0].epochs} epochs, median)")
+    ax.set_ylabel(f"timed seconds ({results[0].epochs} epochs, geometric mean over rounds)")
     ax.set_xlabel("")
     ax.set_title(f"Time per variant vs {base} (blue: fit, orange: custom loop)", fontsize=11)
     ax.text(0.0, -0.32, kind_label, transform=ax.transAxes, fontsize=8, color="grey")
     ax.tick_params(axis="x", rotation=25)
-    return (_png(fig, dpi), "Timed seconds per variant (median over repeats; whisker: 95% "
-                                "t-interval, none for a single repeat), labelled with the change vs the baseline.")
+    return (_png(fig, dpi), "Timed seconds per variant (geometric mean over rounds; whisker: 95% "
+                                "t-interval over rounds, none for one round), labelled with the change vs the baseline.")
 
 
 def vs_blog(metrics: dict, audit: list[dict], kind_label: str, dpi: int) -> Figure:
@@ -137,7 +138,7 @@ def reduction(order: list[str], metrics: dict, audit: list[dict], base: str, dpi
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(f"Reduction vs {base}", fontsize=11)
     return (_png(fig, dpi), f"Reduction in timed seconds vs {base} with its 95% interval "
-                            "(delta method over repeats; none for a single repeat), and the blog's own "
+                            "(paired ratios over rounds; none for one round), and the blog's own "
                             "reductions (diamonds) where it ran the same variant.")
 
 
@@ -160,15 +161,15 @@ def epoch_seconds(df, order: list[str], dpi: int) -> Figure:
                  style_order=order, palette=pal, markers=True, dashes=False, ax=ax_t)
     ax_t.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax_t.set_ylim(bottom=0)
-    ax_t.set_title("timed epochs (all repeats in order)", fontsize=10)
+    ax_t.set_title("timed epochs (every round's repeats in order)", fontsize=10)
     ax_t.set_xlabel("timed epoch")
     ax_t.set_ylabel("seconds per epoch")
     ax_t.legend(fontsize=8, ncol=2)
-    return (_png(fig, dpi), "Seconds per epoch: the warm-up epoch(s) apart (left), timed "
-                                "epochs of every repeat in order (right).")
+    return (_png(fig, dpi), "Seconds per epoch: the warm-up epoch(s) apart (left, median over rounds), "
+                                "timed epochs of every round's repeats in order (right).")
 
 
-def scaling(results: list[Result], metrics: dict, audit: list[dict], kind_label: str, dpi: int) -> Figure:
+def scaling(results: list[Result], metrics: dict, audit: list[dict], base: str, kind_label: str, dpi: int) -> Figure:
     """The answer: speed-up and efficiency against replicas, runs that owned their cores (or GPUs) only."""
     plt, _, loop_color, colors = _style()
     from matplotlib.ticker import MaxNLocator
@@ -183,9 +184,8 @@ def scaling(results: list[Result], metrics: dict, audit: list[dict], kind_label:
 
     def point(ax, x, r, key, fmt, label, **kw):
         m = metrics[r.variant]
-        y = m["speedup_vs_single_same_loop"] if key == "speedup" else m["scaling_efficiency"]
-        lo = m.get("speedup_vs_single_ci_low" if key == "speedup" else "scaling_efficiency_ci_low")
-        hi = m.get("speedup_vs_single_ci_high" if key == "speedup" else "scaling_efficiency_ci_high")
+        name = "speedup_vs_baseline" if key == "speedup" else "scaling_efficiency"
+        y, lo, hi = m[name], m.get(f"{name}_ci_low"), m.get(f"{name}_ci_high")
         err = None if lo is None else [[y - lo], [hi - y]]
         ax.errorbar(x, y, yerr=err, fmt=fmt, capsize=4, label=label, **kw)
 
@@ -197,7 +197,7 @@ def scaling(results: list[Result], metrics: dict, audit: list[dict], kind_label:
                     line.setdefault(r.replicas, r)
             if len(line) > 1:
                 xs = sorted(line)
-                ys = [metrics[line[x].variant]["speedup_vs_single_same_loop" if key == "speedup"
+                ys = [metrics[line[x].variant]["speedup_vs_baseline" if key == "speedup"
                                                else "scaling_efficiency"] for x in xs]
                 ax.plot([x + (nudge[loop] if x > 1 else 0) for x in xs], ys, "-", color=loop_color[loop], alpha=0.6)
                 for n, x in enumerate(xs):
@@ -220,18 +220,19 @@ def scaling(results: list[Result], metrics: dict, audit: list[dict], kind_label:
         top = max(4, max(r.replicas for r in results))
         if key == "speedup":
             ax.plot([1, top], [1, top], "--", c="grey", lw=1, label="linear")
-            ax.set_ylabel("speed-up vs 1 replica, same loop")
+            ax.set_ylabel(f"speed-up vs {base} (the blog's basis)")
             ax.set_ylim(0, top + 0.5)
         else:
             ax.axhline(1.0, ls="--", c="grey", lw=1)
-            ax.set_ylabel("scaling efficiency (speed-up / replicas)")
+            ax.set_ylabel("scaling efficiency (same-loop speed-up / replicas)")
             ax.set_ylim(0, max(1.2, ax.get_ylim()[1]))
         ax.set_xlim(0.5, top + 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("replicas (each with its own cores or GPU)")
         ax.legend(fontsize=7, loc="upper left" if key == "speedup" else "lower left")
     fig.suptitle(f"Data-parallel speed-up: this host [{kind_label}] beside the blog", fontsize=10)
-    return (_png(fig, dpi), "Speed-up (left) and efficiency (right) against replicas, each "
-                          "replica on cores (or a GPU) of its own, vs one replica of the same loop on one "
-                          "replica's share, with 95 % intervals; the blog's 4-GPU points as stars. Runs whose "
-                          "replicas shared cores are left out.")
+    return (_png(fig, dpi), f"Speed-up against {base} (left, the blog's basis) and scaling efficiency against "
+                          f"one replica of the same loop on one replica's share (right), against replicas, each "
+                          f"replica on cores (or a GPU) of its own, with 95 % intervals over rounds; the blog's "
+                          f"4-GPU points (against its single-GPU fit()) as stars. Runs whose replicas shared "
+                          f"cores are left out.")

@@ -3,76 +3,97 @@ findings and the confounders, each sentence computed from the metrics."""
 
 from __future__ import annotations
 
-from .. import metrics as M
+from .. import stats as S
 from ..render import bullets, table
 from ..results import Result
-from .cells import budget_cell, fmt, seconds_cell, speedup_cell, versus, versus_same_loop
+from ..stats import FASTER, SLOWER, UNDECIDED
+from .precision import between_rounds_words
+from .cells import (budget_cell, fmt, ratio_words, seconds_cell, speedup_cell, verdict_of, versus,
+                    versus_same_loop)
 
 
 def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
     """Every variant in one row, and how to read the row."""
     rows = [[r.variant, r.loop, r.replicas, r.device_kind, budget_cell(r), r.pipeline, r.global_batch_size,
-             seconds_cell(m), fmt(m["whole_call_seconds"]), fmt(m["whole_call_over_epochs"], ".3f"),
-             fmt(m["images_per_second"], ".1f"), speedup_cell(m), versus(m, r.variant == baseline),
-             versus_same_loop(m), fmt(m.get("scaling_efficiency")), fmt(r.final_loss, ".3f"),
-             fmt(r.final_accuracy, ".3f")]
+             seconds_cell(m), fmt(m["whole_call_over_epochs"], ".3f"), fmt(m["images_per_second"], ".1f"),
+             speedup_cell(m), versus(m, r.variant == baseline), versus_same_loop(m),
+             "n/a" if m.get("scaling_efficiency") is None else ratio_words(m, "scaling_efficiency")
+             + (" (pathological baseline)" if m.get("scaling_efficiency_pathological_baseline") else ""),
+             fmt(r.final_loss, ".3f"), fmt(r.final_accuracy, ".3f")]
             for r in results for m in [metrics[r.variant]]]
+    n = metrics[baseline]["rounds"]
     return ["## Headline",
             table(["variant", "loop", "replicas", "device kind", "core budget", "input", "global batch",
-                   "timed epochs s: median [95% CI] (n)", "whole call s", "whole / epochs", "img/s",
-                   f"speedup vs {baseline} [95% CI]", f"vs {baseline}", "vs 1 replica, same loop", "efficiency",
+                   "timed s [95% CI] (rounds)", "whole call / epochs", "img/s",
+                   f"speed-up vs {baseline} (blog's basis) [95% CI]", f"vs {baseline}: rule",
+                   "vs 1 replica, same loop [95% CI]: rule", "efficiency, same loop [95% CI]",
                    "final loss", "final acc"], rows),
-            "Timed epochs: the sum of each repeat's timed epochs (our window). Whole call: the wall time of "
-            "the whole timed `fit()` call or epoch loop (the blog's `time.time()` window); whole / epochs "
-            "near 1.00 means nothing outside the epochs is timed by the blog's window. The 95 % intervals "
-            "are over repeats inside one process (Student's t; speedups by the delta method), so they "
-            "miss the host's drift between processes (`make bench` measures that).",
-            "Efficiency = speed-up vs the single-replica run of the same loop on one replica's share of the "
-            "cores (the same-budget baseline) / replicas (for one replica with N x c cores as threads: / N). "
-            "Runs whose replicas shared cores (oversubscribed) have no efficiency."]
+            f"Every number here comes from {n} interleaved round(s): in each round every variant ran once, "
+            f"as its own process, in a rotated order. A speed-up is a paired ratio inside each round (the "
+            f"run against its baseline from the same round); the table gives their geometric mean and the "
+            f"95 % t-interval of the mean log ratio over rounds, so the point is the centre of its interval "
+            f"and the host's drift between processes is inside it. Timed seconds: one repeat's timed "
+            f"epochs (the process's median epoch, a warm-up epoch left out by rule, times the epochs per "
+            f"repeat), geometric mean over rounds. Whole call / epochs: the blog's `time.time()` window (the "
+            f"whole timed call) over ours; near 1.00 means the two windows agree.",
+            f"The rule (the same in every sentence of this report): **faster** when the whole 95 % interval "
+            f"of the speed-up lies above 1, **slower** when it lies below 1, otherwise **not "
+            f"distinguishable**. The blog's basis is {baseline}; the same-loop basis (one replica of the same "
+            f"loop and input, on one replica's share of the cores) is labelled wherever it appears.",
+            "Efficiency = the same-loop speed-up / replicas (for one replica with N x c cores as threads: "
+            "/ N). Runs whose replicas shared cores (oversubscribed) have no efficiency; one against the "
+            "whole-epoch custom graph on one replica is labelled a pathological baseline."]
 
 
-def what_this_shows(results: list[Result], metrics: dict, baseline: str) -> list[str]:
-    return ["## What this shows", findings(results, metrics, baseline), "Confounders:",
-            bullets(confounders(results, metrics))]
+def what_this_shows(results: list[Result], metrics: dict, baseline: str, rounds, variance: dict) -> list[str]:
+    return ["## What this shows", findings(results, metrics, baseline, rounds), "Confounders:",
+            bullets(confounders(results, metrics, rounds, variance))]
 
 
-def findings(results: list[Result], metrics: dict, baseline: str) -> str:
-    """A paragraph generated from the numbers."""
+def single_files(results: list[Result]) -> tuple[Result | None, Result | None]:
+    """The declared one-replica fit() and custom runs on the files (one replica's share of the cores)."""
+    singles = {(r.loop, r.pipeline): r for r in reversed(results) if r.replicas == 1 and r.budget_kind != "threads"}
+    return singles.get(("fit", "files")), singles.get(("custom", "files"))
+
+
+def findings(results: list[Result], metrics: dict, baseline: str, rounds) -> str:
+    """A paragraph generated from the numbers, every comparison by the one rule."""
     by = {r.variant: r for r in results}
-    real = [v for v in metrics if by[v].pipeline == "files"] or list(metrics)  # a ceiling run is not a contender
-    fastest = min(real, key=lambda v: metrics[v]["timed_seconds"])
+    real = [v for v in metrics if by[v].pipeline == "files" and v != baseline]
+    faster = [v for v in real if verdict_of(metrics[v], "speedup_vs_baseline") == FASTER]
     base = metrics[baseline]
-    if fastest == baseline:
-        parts = [f"The baseline {baseline} was the fastest variant ({base['timed_seconds']:.2f} s, "
-                 f"{base['images_per_second']:.1f} img/s): no other variant reduced the time."]
-    elif metrics[fastest].get("distinguishable_from_baseline") is False:
-        parts = [f"No variant was distinguishably faster than {baseline} ({base['timed_seconds']:.2f} s): the "
-                 f"fastest median, {fastest} at {metrics[fastest]['timed_seconds']:.2f} s, has a speedup "
-                 f"interval that includes 1."]
+    if faster:
+        best = max(faster, key=lambda v: metrics[v]["speedup_vs_baseline"])
+        parts = [f"Faster than {baseline} ({base['timed_seconds']:.2f} s) by the rule: "
+                 + ", ".join(f"{v} {ratio_words(metrics[v], 'speedup_vs_baseline')}" for v in faster)
+                 + f"; the largest, {best}, took {metrics[best]['reduction_vs_baseline_pct']:.1f}% less time."]
     else:
-        parts = [f"The fastest variant was {fastest} at {metrics[fastest]['timed_seconds']:.2f} s "
-                 f"({metrics[fastest]['images_per_second']:.1f} img/s), a "
-                 f"{metrics[fastest]['reduction_vs_baseline_pct']:.1f}% reduction vs {baseline} "
-                 f"({base['timed_seconds']:.2f} s)."]
-    multi = [v for v, m in metrics.items() if m["replicas"] > 1 and "scaling_efficiency" in m]
+        parts = [f"No variant was faster than {baseline} ({base['timed_seconds']:.2f} s) by the rule: no "
+                 f"speed-up interval lies wholly above 1."]
+    slower = [v for v in real if verdict_of(metrics[v], "speedup_vs_baseline") == SLOWER]
+    if slower:
+        parts.append(f"Slower than {baseline}: " + ", ".join(
+            f"{v} {ratio_words(metrics[v], 'speedup_vs_baseline')}" for v in slower) + ".")
+    undecided = [v for v in real if verdict_of(metrics[v], "speedup_vs_baseline") == UNDECIDED]
+    if undecided:
+        parts.append(f"Not distinguishable from {baseline}: {', '.join(undecided)}.")
+    multi = [v for v, m in metrics.items() if m["replicas"] > 1 and m.get("scaling_efficiency") is not None]
     if multi:
         best = max(multi, key=lambda v: metrics[v]["scaling_efficiency"])
         worst = min(multi, key=lambda v: metrics[v]["scaling_efficiency"])
-        parts.append(f"Scaling efficiency ranged from {metrics[worst]['scaling_efficiency']:.2f} ({worst}) to "
-                     f"{metrics[best]['scaling_efficiency']:.2f} ({best}); 1.00 would be perfect linear scaling.")
-        slower = [v for v in multi if metrics[v]["speedup_vs_single_same_loop"] < 1]
-        if slower:
-            parts.append(f"{len(slower)} multi-replica variant(s) were slower than one replica of the same loop "
-                         f"({', '.join(slower)}).")
-    singles = {(r.loop, r.pipeline): r.variant for r in reversed(results) if r.replicas == 1}
-    fit, custom = singles.get(("fit", "files")), singles.get(("custom", "files"))
+        parts.append(f"Scaling efficiency (same-loop basis) ranged from {metrics[worst]['scaling_efficiency']:.2f} "
+                     f"({worst}) to {metrics[best]['scaling_efficiency']:.2f} ({best}); 1.00 would be perfect "
+                     f"linear scaling.")
+        worse = [v for v in multi if verdict_of(metrics[v], "speedup_vs_single") == SLOWER]
+        if worse:
+            parts.append(f"Slower than one replica of the same loop by the rule: {', '.join(worse)}.")
+    fit, custom = single_files(results)
     if fit and custom:
-        d = M.reduction_pct(metrics[fit]["timed_seconds"], metrics[custom]["timed_seconds"])
-        lo, hi = M.ratio_interval(M.interval(by[fit].repeat_seconds), M.interval(by[custom].repeat_seconds))
-        same = lo is not None and lo <= 1.0 <= hi
-        parts.append(f"On one replica the custom loop was {abs(d):.1f}% {'faster' if d > 0 else 'slower'} "
-                     f"than fit(){' (within the repeats spread: not distinguishable)' if same else ''}.")
+        est = S.paired(rounds.seconds(fit.variant), rounds.seconds(custom.variant))
+        word = S.verdict(est)
+        parts.append(f"On one replica the custom loop against fit(): {est.point:.2f}x"
+                     f"{'' if est.low is None else f' [{est.low:.2f}-{est.high:.2f}]'}: "
+                     + ("not distinguishable." if word == UNDECIDED else f"custom was {word}."))
     shared = [v for v in metrics if by[v].replicas > 1 and (by[v].budget_kind in ("oversubscribed", "shared")
                                                            or by[v].device_kind == "logical_gpu")]
     if shared:
@@ -81,22 +102,21 @@ def findings(results: list[Result], metrics: dict, baseline: str) -> str:
     return " ".join(parts)
 
 
-def confounders(results: list[Result], metrics: dict) -> list[str]:
+def confounders(results: list[Result], metrics: dict, rounds, variance: dict) -> list[str]:
     """What else differs between the runs a comparison sets side by side, with its size."""
     out = []
-    singles = {(r.loop, r.pipeline): r for r in reversed(results)  # the first (declared) one wins
-               if r.replicas == 1 and r.budget_kind != "threads"}
-    fit, custom = singles.get(("fit", "files")), singles.get(("custom", "files"))
-    if fit and custom and custom.timed_seconds > fit.timed_seconds:
-        ratio = custom.timed_seconds / fit.timed_seconds
-        why = ("the blog's whole epoch inside one `tf.function` (`train.custom_graph: epoch`), which runs "
-               "much slower than one `tf.function` per step on CPU" if custom.custom_graph == "epoch"
-               else "the custom loop's own overhead")
-        custom_multi = [r.variant for r in results if r.loop == "custom" and r.replicas > 1]
-        out.append(f"One replica of the custom loop ({custom.variant}) took {ratio:.2f}x the time of fit() "
-                   f"({fit.variant}): {why}. Custom-loop efficiencies ({', '.join(custom_multi) or 'none here'}) "
-                   f"are against {custom.variant}, so they look better than the same times would against fit(); "
-                   f"the 'vs {fit.variant}' column is the blog's basis.")
+    fit, custom = single_files(results)
+    if fit and custom:
+        est = S.paired(rounds.seconds(custom.variant), rounds.seconds(fit.variant))   # custom's time over fit's
+        if S.verdict(est) == FASTER:
+            why = ("the blog's whole epoch inside one `tf.function` (`train.custom_graph: epoch`), which runs "
+                   "much slower than one `tf.function` per step on CPU" if custom.custom_graph == "epoch"
+                   else "the custom loop's own overhead")
+            custom_multi = [r.variant for r in results if r.loop == "custom" and r.replicas > 1]
+            out.append(f"One replica of the custom loop ({custom.variant}) took {ratio_text(est)} the time of "
+                       f"fit() ({fit.variant}): {why}. Custom-loop efficiencies ({', '.join(custom_multi) or 'none'}) "
+                       f"are against {custom.variant}, so they look better than the same times would against "
+                       f"fit(); the 'vs {fit.variant}' column is the blog's basis.")
     shared = [r for r in results if r.replicas > 1 and r.budget_kind == "shared"]
     if shared:
         out.append(f"Thread pools were left to TensorFlow (train.thread_policy: tf_default) in "
@@ -112,11 +132,20 @@ def confounders(results: list[Result], metrics: dict) -> list[str]:
         out.append(f"Multi-worker runs ({', '.join(r.variant for r in workers)}) are separate processes, each on "
                    f"its own cores with its own input pipeline, and all-reduce over loopback gRPC: their "
                    f"efficiency is against the 1-replica custom loop in one process.")
-    if any(r.repeats < 3 for r in results):
-        out.append("Some variants have fewer than 3 timed repeats: their intervals are missing or very wide.")
-    out.append("Intervals are over repeats inside one process; the host's speed also drifts between "
-               "processes (variants run one after another), which the intervals do not include. `make bench` "
-               "interleaves separate processes to measure that spread (its reference on this host kind: "
-               "reports/reference/bench-amd-epyc-2core/bench.md; docs/performance.md), and differences between "
-               "variants smaller than it are not evidence.")
+    if rounds.count < 3:
+        out.append(f"Only {rounds.count} round(s): the intervals are missing (1 round) or very wide "
+                   f"(t = {S.t975(max(1, rounds.count - 1)):.2f} for 2 rounds).")
+    busy = rounds.busy()
+    if busy:
+        out.append(f"{len(busy)} process(es) ran on a busy host (other work or steal above "
+                   f"{rounds.schedule.busy_share:.0%} of the CPU time): "
+                   + ", ".join(f"round {p.round} {p.variant}" for p in busy) + "; their rounds are kept.")
+    out.append(f"The host's speed drifts between processes: this run's variance split puts the spread between "
+               f"rounds at an sd of {between_rounds_words(variance)} of an epoch's time (section Precision). Every "
+               f"comparison here is a paired ratio inside a round, so drift that a round shares cancels, and what "
+               f"does not is inside the intervals the rule reads.")
     return out
+
+
+def ratio_text(est: S.Estimate) -> str:
+    return f"{est.point:.2f}x" + ("" if est.low is None else f" [{est.low:.2f}-{est.high:.2f}]")

@@ -13,11 +13,16 @@ def input_pipeline(ceiling: list[dict]) -> list[str]:
                     "with `pipeline: tensors` beside a files variant of the same loop and replicas "
                     "(params.yaml has `single_fit_tensors`)."]
     return b + ["The same model and settings fed from decoded JPEG files and from random in-memory tensors "
-                "of the same shape. real / tensors near 1.00 means the input pipeline keeps up with "
+                "of the same shape, in the same rounds (real / tensors: paired ratios over rounds). real / tensors near 1.00 means the input pipeline keeps up with "
                 "training; well above 1 means the model waits for data (the bench's target is <= 1.05).",
                 table(["real variant", "tensors variant", "loop", "replicas", "real s", "tensors s",
-                       "real img/s", "tensors img/s", "real / tensors"],
+                       "real img/s", "tensors img/s", "real / tensors [95% CI]"],
                       [[c["real"], c["tensors"], c["loop"], c["replicas"], fmt(c["real_seconds"]),
                         fmt(c["tensors_seconds"]), fmt(c["real_images_per_second"], ".1f"),
-                        fmt(c["tensors_images_per_second"], ".1f"), fmt(c["real_over_tensors"], ".3f")]
+                        fmt(c["tensors_images_per_second"], ".1f"), ratio(c)]
                        for c in ceiling])]
+
+
+def ratio(c: dict) -> str:
+    lo, hi = c["real_over_tensors_ci_low"], c["real_over_tensors_ci_high"]
+    return fmt(c["real_over_tensors"], ".3f") + ("" if lo is None else f" [{lo:.3f}-{hi:.3f}]")

@@ -7,12 +7,13 @@ from ..blog import HARDWARE
 from ..host import label as host_label
 from ..render import banner, bullets, figure
 from ..results import Result
-from .cells import efficiency_words, scaled, side, speedup_words, unclear_words
+from ..stats import FASTER, SLOWER
+from .cells import ratio_words, scaled, verdict_of
 from .figures import OPENING_FIGURE
 
 
 def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: list[str], here: dict,
-            figs: dict[str, tuple[bytes, str]]) -> list[str]:
+            figs: dict[str, tuple[bytes, str]], baseline: str) -> list[str]:
     """Title, banners, where measured, the answer and its figure, the settings."""
     r0 = results[0]
     scaling = ("the global batch grows with replicas, as in the blog, so runs differ in steps per epoch"
@@ -26,7 +27,7 @@ def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: l
     b += [banner(f"WARNING: {w}") for w in warnings]
     b.append(f"Rendered on {host_label(here)}. Where each result was measured:")
     b.append(bullets(measured))
-    b.append(answer(results, metrics, audit))
+    b.append(answer(results, metrics, audit, baseline))
     if OPENING_FIGURE in figs:
         b.append(figure(OPENING_FIGURE, figs[OPENING_FIGURE][1]))
     b.append(f"{len(results)} variant(s); {r0.image_size} px, {r0.images_per_epoch} images per epoch, "
@@ -88,28 +89,35 @@ def where_measured(results: list[Result], here: dict) -> tuple[list[str], list[s
     return lines, out
 
 
-def answer(results: list[Result], metrics: dict, audit: list[dict]) -> str:
-    """The report's opening sentence: the measured speed-up with its interval, beside the blog's."""
+def answer(results: list[Result], metrics: dict, audit: list[dict], baseline: str) -> str:
+    """The report's opening sentence: the measured speed-ups on the blog's basis (against `baseline`,
+    single_fit, as the blog's own), each with its interval and the rule's verdict, beside the blog's."""
     runs = scaled(results, metrics)
     blog = "; ".join(f"{a['variant']} {a['speedup']:.2f}x (efficiency {a['efficiency']:.2f})"
                      for a in audit if a["gpus"] and a["gpus"] > 1)
     if not runs:
         return ("**No run here had replicas on cores (or GPUs) of their own, so this report cannot say how much "
-                f"faster data-parallel training gets** (see the banners). The blog's {HARDWARE}: {blog}.")
+                f"faster data-parallel training gets** (see the banners). The blog's {HARDWARE}, against "
+                f"its single-GPU fit(): {blog}.")
     r0 = runs[0]
     where = (f"{r0.gpu_model} GPUs" if r0.budget_kind == "gpu" else
              f"{r0.cpu_model} CPU cores, {r0.cores_per_replica} per replica")
-    parts = [f"{r.variant} ({r.replicas} {'workers' if r.workers else 'replicas'}) {speedup_words(metrics[r.variant])}"
-             f"{unclear_words(metrics[r.variant])}, efficiency {efficiency_words(metrics[r.variant])}" for r in runs]
-    sides = {side(metrics[r.variant]) for r in runs}
-    how = ("was faster than" if sides == {"faster"} else "was slower than" if sides == {"slower"} else
-           "measured against")
+    verdicts = {verdict_of(metrics[r.variant], "speedup_vs_baseline") for r in runs}
+    how = {frozenset({FASTER}): "was faster than", frozenset({SLOWER}): "was slower than"}.get(
+        frozenset(verdicts), "was, run by run, faster, slower or not distinguishable from")
+    parts = [f"{r.variant} ({r.replicas} {'workers' if r.workers else 'replicas'}) "
+             f"{ratio_words(metrics[r.variant], 'speedup_vs_baseline')}: "
+             f"{verdict_of(metrics[r.variant], 'speedup_vs_baseline')}" for r in runs]
     threads = [r for r in results if r.budget_kind == "threads"]
     more = ""
     if threads:
-        t = threads[0]
-        more = (f" One replica given the same {t.budget_cores} cores as intra-op threads ({t.variant}): "
-                f"{speedup_words(metrics[t.variant])}{unclear_words(metrics[t.variant])}.")
-    return (f"**On this host ({where}), data-parallel training {how} one replica on one replica's "
-            f"share:** {'; '.join(parts)} (speed-up vs 1 replica of the same loop, 95 % interval).{more} "
-            f"The blog's {HARDWARE}: {blog}.")
+        t = metrics[threads[0].variant]
+        more = (f" One replica given the same {threads[0].budget_cores} cores as intra-op threads "
+                f"({threads[0].variant}): {ratio_words(t, 'speedup_vs_baseline')}: "
+                f"{verdict_of(t, 'speedup_vs_baseline')}.")
+    n = metrics[baseline]["rounds"]
+    return (f"**On this host ({where}), data-parallel training {how} one replica's share running "
+            f"{baseline}:** {'; '.join(parts)} (speed-up against {baseline}, the blog's basis: paired ratios "
+            f"in {n} interleaved round(s), 95 % interval).{more} The blog's {HARDWARE}, against its "
+            f"single-GPU fit(): {blog}. Scaling efficiencies, against one replica of the same loop, are in "
+            f"the table below.")

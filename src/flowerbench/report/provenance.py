@@ -12,22 +12,23 @@ ATTRIBUTION = ("The flower_photos images are from Flickr, licensed by their auth
                "Attribution; each photo's author is listed in the LICENSE.txt inside the archive.")
 
 
-def provenance(results: list[Result]) -> list[str]:
-    """What produced the results: commits, versions, host, data, devices; the data's attribution."""
+def provenance(results: list[Result], processes: list[Result]) -> list[str]:
+    """What produced the results (one pooled record per variant; `processes`: every round's, for the
+    code state): commits, versions, host, data, devices; the data's attribution."""
     r0 = results[0]
     v = r0.versions
     # No rendering time: the report is a function of its inputs, so rerendering the same results (a
     # fresh clone's `make reproduce`) gives the same bytes and leaves dvc.lock as committed.
     lines = [f"rendered by `python -m flowerbench report` from results measured "
              f"{min(r.started_at for r in results)} to {max(r.finished_at for r in results)}",
-             code_state(results),
+             code_state(processes),
              "versions: " + ", ".join(f"{k} {v[k]}" for k in sorted(v)),
              f"host {r0.hostname}: {r0.cpu_model} ({r0.cpu_count} cores), GPU {r0.gpu_model or 'none'}; {r0.platform}",
              f"data: {r0.data_label or r0.data_source}, source {r0.data_source}, {r0.images_per_epoch} images "
              f"per epoch, tree sha256 {r0.data_tree_sha256}"]
     lines += [f"{r.variant}: {r.device_kind} {r.devices}, strategy {r.strategy}, all-reduce {r.cross_device_ops}, "
               f"threads intra {r.intra_op_threads} / inter {r.inter_op_threads} ({r.thread_policy}), "
-              f"started {r.started_at}" for r in results]
+              f"rounds from {r.started_at} to {r.finished_at}" for r in results]
     b = ["## Provenance", bullets(lines)]
     if not all(r.data_synthetic for r in results):
         b.append(f"Data attribution: {ATTRIBUTION}")

@@ -1,4 +1,5 @@
-"""Which flowerbench modules each DVC stage's command runs: the code-derived deps of dvc.yaml.
+"""Which flowerbench modules a command runs: the code-derived deps of dvc.yaml's stages, and the code
+the rounds' fingerprint covers (measure.fingerprint).
 
 A stage runs `python -m flowerbench.commands.<name>`: the closure starts from the package's
 `__init__.py`, `commands/__init__.py` and that command's module, then follows every flowerbench
@@ -45,6 +46,9 @@ def _imported(tree: ast.Module, package_dir: Path, here: str) -> set[str]:
             if n and (f := _module_file(package_dir, n)):
                 out.add(f)
     return out
+
+
+PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def closure(package_dir: Path, commands: list[str]) -> set[str]:

@@ -1,0 +1,26 @@
+"""`python -m flowerbench ab [--fresh]`: the rounds measured twice (A, B); do the paired ratios agree?"""
+
+from flowerbench import entry
+
+HELP = ("measure the rounds again (B) and test whether every paired ratio agrees with A (the committed "
+        "results/rounds, or with --fresh a measurement made just before B); writes reports/ab.md")
+
+FLAGS = {
+    "--fresh": {"action": "store_true", "help": "measure A now too, then B (default: A = results/rounds)"},
+    "--against": {"default": "results/rounds", "help": "A's rounds folder (default: results/rounds)"},
+}
+
+
+def _run(args, params):
+    from pathlib import Path
+
+    from flowerbench import ab
+
+    return ab.run(params, params_path=args.params, fresh=args.fresh, against=Path(args.against))
+
+
+main, parser = entry.command("ab", HELP, _run, FLAGS)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

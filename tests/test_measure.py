@@ -1,0 +1,99 @@
+"""The rounds stage's machinery without TensorFlow: the host-wide measurement lock, the load beside a
+process, and which earlier processes a rerun keeps (the resume itself, with DVC and a hard kill, is in
+tests/faults/test_pipeline_faults.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from flowerbench import measure, paths, rounds as R
+from tests.conftest import cli_env, read_until
+from tests.helpers.fakes import schedule
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from flowerbench.hostlock import measuring
+from flowerbench.log import setup
+setup()
+with measuring(sys.argv[1]):
+    print("held", flush=True)
+    go = Path(sys.argv[2])
+    while not go.exists():
+        time.sleep(0.05)
+print("released", flush=True)
+"""
+
+
+def test_a_second_measurement_waits_for_the_first_and_says_who_holds_the_lock(tmp_path):
+    env = cli_env(FLOWERBENCH_MEASURE_LOCK=str(tmp_path / "measure.lock"))
+    go_a, go_b = tmp_path / "go-a", tmp_path / "go-b"
+    go_b.touch()
+    a = subprocess.Popen([sys.executable, "-c", HOLD, "rounds A", str(go_a)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    b = None
+    try:
+        read_until(a, a.stdout, "held", timeout=60)
+        b = subprocess.Popen([sys.executable, "-c", HOLD, "rounds B", str(go_b)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env)
+        said = read_until(b, b.stderr, "waiting for the measurement lock", timeout=60)
+        assert f"(held by pid {a.pid} (rounds A," in said[-1]
+        assert b.poll() is None                      # B waits while A holds it ...
+        go_a.touch()
+        out, _ = b.communicate(timeout=60)           # ... and runs once A lets go
+        assert b.returncode == 0 and out.split() == ["held", "released"]
+    finally:
+        go_a.touch()
+        a.communicate(timeout=60)
+        if b and b.poll() is None:
+            b.kill()
+    assert a.returncode == 0
+
+
+def test_the_load_beside_a_process_counts_other_work_not_its_own(tmp_path):
+    """A child that only sleeps, measured while another process burns a core: the other work shows
+    as the foreign share (about 1 of the host's cores); a child that burns a core itself does not."""
+    burn = "import time\nt = time.time()\nwhile time.time() - t < {s}: pass\n"
+    meter = measure.LoadMeter()
+    other = subprocess.Popen([sys.executable, "-c", burn.format(s=3)])
+    try:
+        meter.start()
+        subprocess.run([sys.executable, "-c", "import time; time.sleep(1.5)"], check=True)
+        busy = meter.stop()
+    finally:
+        other.wait()
+    cores = measure.host.describe()["usable_cores"]
+    assert busy["foreign_share"] > 0.5 / cores and 0 <= busy["steal_share"] < 1
+    assert len(busy["load_before"]) == 3 and busy["wall_seconds"] >= 1.5
+    meter.start()
+    subprocess.run([sys.executable, "-c", burn.format(s=1.5)], check=True)
+    own = meter.stop()
+    assert own["foreign_share"] < busy["foreign_share"]
+
+
+def test_a_rerun_keeps_only_processes_measured_with_the_same_inputs(tmp_path):
+    rounds_dir = tmp_path / "rounds"
+    old = R.Schedule.model_validate(schedule(["single_fit", "mirrored_fit"], 2))
+    for p in old.processes[:3]:        # three results on disk, the fourth never written
+        path = paths.round_result(p.round, p.variant, rounds_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+    fresh = {"fingerprint": old.fingerprint, "seed": 123, "variants": ["single_fit", "mirrored_fit"], "count": 2}
+    assert measure._kept(old, fresh, rounds_dir) == old.processes[:3]
+    assert measure._kept(old, {**fresh, "count": 1}, rounds_dir) == [p for p in old.processes[:3] if p.round == 1]
+    for other in ({"fingerprint": "1" * 64}, {"seed": 7}, {"variants": ["single_fit"]}):
+        assert measure._kept(old, {**fresh, **other}, rounds_dir) == [], other
+    assert measure._kept(None, fresh, rounds_dir) == []
+
+
+def test_the_fingerprint_follows_what_a_time_depends_on(workdir):
+    from flowerbench.config import load_params
+
+    p = load_params("params.yaml")
+    base = measure.fingerprint(p)
+    assert measure.fingerprint(p) == base
+    assert measure.fingerprint(p.model_copy(update={"rounds": p.rounds.model_copy(update={"count": 9})})) == base
+    assert measure.fingerprint(p.model_copy(update={"seed": 7})) != base
+    (workdir / "data" / "host.json").write_text('{"another": "host"}')
+    assert measure.fingerprint(p) != base

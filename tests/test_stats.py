@@ -1,0 +1,134 @@
+"""The statistics and the rounds' order, on recorded numbers: the paired estimator (point and interval
+from the same log ratios), the one rule, the variance split, the A/B agreement, the rotation."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+
+from flowerbench import rounds, stats as S
+from flowerbench.results import Result
+from tests.helpers.fakes import fake_result
+
+# Four rounds shaped like this host's (single_fit 15-18 s, the host drifting between rounds, which both
+# variants of a round share), one process each per round: single_fit and mirrored_fit seconds.
+SINGLE = [16.91, 18.09, 15.40, 17.62]
+MIRRORED = [11.08, 12.55, 10.21, 11.90]
+
+
+def test_t_quantiles_match_the_tables():
+    for df, t in ((1, 12.706), (2, 4.303), (3, 3.182), (4, 2.776), (10, 2.228), (30, 2.042), (120, 1.980)):
+        assert S.t975(df) == pytest.approx(t, abs=1e-3), df
+    assert S.t_quantile(0.99, 5) == pytest.approx(3.365, abs=1e-3)
+    assert S.t_quantile(0.975, 1e6) == pytest.approx(1.960, abs=1e-3)
+    with pytest.raises(ValueError):
+        S.t_quantile(0.4, 3)
+
+
+def test_mean_interval_and_no_interval_from_one_value():
+    iv = S.mean_interval([10.0, 12.0, 14.0])
+    assert (iv["n"], iv["median"], iv["mean"]) == (3, 12.0, 12.0)
+    assert iv["low"] == pytest.approx(12 - 4.3027 * 2 / 3 ** 0.5, abs=1e-3)
+    assert S.mean_interval([5.0])["low"] is None  # one value: no interval, never a fake one
+
+
+def test_the_paired_estimator_on_recorded_rounds():
+    """Point = geometric mean of the per-round ratios; interval = exp(mean log +- t * sd / sqrt(n)):
+    both from the same log ratios, so the point is the interval's centre on the log scale."""
+    est = S.paired(SINGLE, MIRRORED)
+    logs = [math.log(a / b) for a, b in zip(SINGLE, MIRRORED)]
+    m, sd = statistics.fmean(logs), statistics.stdev(logs)
+    assert est.point == pytest.approx(math.exp(m)) and est.log_sd == pytest.approx(sd)
+    half = S.t975(3) * sd / 2
+    assert (est.low, est.high) == (pytest.approx(math.exp(m - half)), pytest.approx(math.exp(m + half)))
+    assert est.low * est.high == pytest.approx(est.point ** 2)
+    assert est.half_width_pct == pytest.approx((math.exp(half) - 1) * 100)
+    # paired beats unpaired: the drift the rounds share cancels in the ratio
+    unpaired = S.from_logs([math.log(a) for a in SINGLE]).log_sd
+    assert est.log_sd < unpaired
+    one = S.paired([10.0], [8.0])
+    assert (one.point, one.low, one.high, one.n) == (1.25, None, None, 1)
+    with pytest.raises(ValueError):
+        S.paired([1.0, 2.0], [1.0])
+
+
+def test_the_one_rule():
+    assert S.verdict(S.paired(SINGLE, MIRRORED)) == S.FASTER
+    assert S.verdict(S.paired(MIRRORED, SINGLE)) == S.SLOWER
+    assert S.verdict(S.paired([10.0, 11.0, 12.0], [9.5, 11.5, 12.2])) == S.UNDECIDED
+    assert S.verdict(S.paired([10.0], [5.0])) == S.UNDECIDED   # no interval: never a claim
+
+
+def test_efficiency_is_the_speedup_scaled_with_its_interval():
+    est = S.paired(SINGLE, MIRRORED)
+    eff = est.scaled(2.0)
+    assert (eff.point, eff.low, eff.high) == (pytest.approx(est.point / 2), pytest.approx(est.low / 2),
+                                              pytest.approx(est.high / 2))
+
+
+def test_rounds_needed_for_a_target_half_width():
+    # sd 0.10 of log ratios: t(n-1) * 0.10 / sqrt(n) <= log(1.10) first at n = 7
+    assert S.rounds_needed(0.10, 10.0) == 7
+    assert S.t975(6) * 0.10 / 7 ** 0.5 <= math.log(1.1) < S.t975(5) * 0.10 / 6 ** 0.5
+    assert S.rounds_needed(0.001, 10.0) == 2 and S.rounds_needed(5.0, 1.0, most=50) is None
+
+
+def test_variance_components_find_where_the_variance_was_put():
+    """Simulated nested data with known components: between rounds sd 0.08, repeats 0.02, epochs 0.03
+    (of log seconds): the method of moments recovers them within sampling error."""
+    rng = random.Random(7)
+    data = []
+    for _ in range(60):
+        r = rng.gauss(0, 0.08)
+        data.append([[math.exp(2 + r + p + rng.gauss(0, 0.03)) for _ in range(4)]
+                     for p in [rng.gauss(0, 0.02) for _ in range(3)]])
+    c = S.components(data)
+    assert (c["rounds"], c["repeats_per_round"], c["epochs_per_repeat"]) == (60, 3, 4)
+    assert math.sqrt(c["epoch"]) == pytest.approx(0.03, rel=0.15)
+    assert math.sqrt(c["repeat"]) == pytest.approx(0.02, rel=0.5)
+    assert math.sqrt(c["round"]) == pytest.approx(0.08, rel=0.25)
+    one_repeat = S.components([[rep[0]] for rep in data])      # one repeat per process: not separable
+    assert one_repeat["repeat"] is None and one_repeat["round"] > 0
+
+
+def test_repetitions_per_level_follow_cost_and_variance():
+    # an expensive upper level with little variance of its own: many repetitions below it
+    assert S.per_level(40.0, 2.0, 0.01, 0.0025) == math.ceil(math.sqrt(20 * 4))
+    assert S.per_level(40.0, 2.0, 0.01, 0.0) == 20      # no upper variance: all repetitions below
+    assert S.per_level(40.0, 2.0, 0.0, 0.01) == 1       # no lower variance: one is enough
+
+
+def test_a_b_agreement_is_bonferroni_corrected():
+    a = S.paired(SINGLE, MIRRORED)
+    same = S.paired([x * 1.01 for x in SINGLE], MIRRORED)
+    out = S.agree(a, same, compared=6)
+    assert out["agree"] is True and out["difference_pct"] == pytest.approx(1.0, abs=1e-6)
+    assert out["t"] > S.t975(out["df"])          # the corrected quantile is wider than the plain one
+    far = S.paired([x * 1.6 for x in SINGLE], MIRRORED)
+    assert S.agree(a, far, compared=6)["agree"] is False
+    assert S.agree(a, S.paired([10.0], [8.0]), compared=1)["agree"] is None   # one round: no verdict
+
+
+def test_the_order_rotates_and_every_variant_runs_once_per_round():
+    names = ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "multiworker_custom"]
+    order = rounds.order(names, 10, seed=123)
+    assert all(sorted(o) == sorted(names) for o in order)
+    assert order == rounds.order(names, 10, seed=123) and order != rounds.order(names, 10, seed=124)
+    assert order[1] == order[0][1:] + order[0][:1]                # rotated by one place per round
+    for v in names:   # over len(names) rounds, each variant sits once at every position
+        assert sorted(o.index(v) for o in order[:5]) == list(range(5))
+    assert rounds.order(names, 3, 123) == order[:3]               # more rounds extend, never reshuffle
+    assert [rounds.first_core(k, 2) for k in range(4)] == [0, 1, 0, 1]
+
+
+def test_a_first_epoch_still_warming_up_is_left_out_by_rule():
+    r = fake_result("single_fit", "fit", 1, 40.0, "cpu", True)
+    r.update(epoch_seconds=[14.0, 10.0, 10.2, 9.8])
+    warm = Result.model_validate({**r, "timed_seconds": 40.0})
+    assert rounds.settled_epochs(warm) == ([10.0, 10.2, 9.8], 1)
+    assert rounds.process_seconds(warm) == pytest.approx(10.0 * 4)
+    r.update(epoch_seconds=[10.9, 10.0, 10.2, 9.8])   # within 10 %: kept
+    assert rounds.settled_epochs(Result.model_validate(r))[1] == 0
