@@ -6,6 +6,7 @@ devices can be configured only once per process.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -22,9 +23,11 @@ TINY_COUNTS = {"daisy": 6, "dandelion": 6, "roses": 6, "sunflowers": 6, "tulips"
 
 
 # The measurement lock (hostlock.py) is host-wide; the tests' tiny measurements take one of their
-# own, so that `make test` beside a reference run neither waits for it nor disturbs its lock.
-os.environ.setdefault("FLOWERBENCH_MEASURE_LOCK", str(Path(tempfile.mkdtemp(prefix="flowerbench-test-lock-"))
-                                                      / "measure.lock"))
+# own, one per test process (each xdist worker sets its own), so that `make test` beside a reference
+# run never waits for it and the two workers' pipelines never wait for each other.
+_LOCK_DIR = tempfile.mkdtemp(prefix="flowerbench-test-lock-")
+atexit.register(shutil.rmtree, _LOCK_DIR, True)
+os.environ["FLOWERBENCH_MEASURE_LOCK"] = str(Path(_LOCK_DIR) / "measure.lock")
 
 
 def tiny_params(**overrides) -> dict:

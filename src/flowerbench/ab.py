@@ -2,6 +2,8 @@
 
     python -m flowerbench ab                 # B measured now, A = the committed results/rounds
     python -m flowerbench ab --fresh         # A and B both measured now, one after the other
+    python -m flowerbench ab --split 3       # nothing measured: A = rounds 1-3 of results/rounds, B = the
+                                             # later ones (rounds added afterwards with -S rounds.count=N)
 
 Each measurement is the rounds stage's own (measure.run, with the params' rounds.count), written to
 .dvc/tmp/ab/<A|B>/rounds (resumable like the stage).  For every multi-replica (and threads) run, its
@@ -81,9 +83,31 @@ def markdown(out: dict, a_label: str, b_label: str) -> str:
         table(["paired ratio", "A", "A half-width", "B", "B half-width", "B - A", "limit", "verdict"], rows)]) + "\n"
 
 
+def split(rounds: R.Rounds, k: int) -> tuple[R.Rounds, R.Rounds]:
+    """Rounds 1..k and k+1..n of one folder: two measurements made one after the other when the
+    later rounds were added afterwards (resumed with a larger rounds.count)."""
+    if not 1 <= k < rounds.count:
+        raise ValueError(f"--split: {k} must leave rounds on both sides of {rounds.count} rounds")
+    return R.Rounds(rounds.schedule, rounds.runs[:k]), R.Rounds(rounds.schedule, rounds.runs[k:])
+
+
+def _write(out: dict, md: str, reports_dir: Path, extra: dict) -> int:
+    write_json(reports_dir / AB_JSON.name, {**out, **extra})
+    atomic_write(reports_dir / AB_MD.name, md)
+    log(md.split("\n\n")[2].split("**")[1] + f" -> {reports_dir / AB_MD.name}")
+    return 0 if out["agree"] in (True, None) else 1
+
+
 def run(params: Params, params_path: str = "params.yaml", fresh: bool = False,
-        against: Path = paths.ROUNDS, reports_dir: Path = paths.REPORTS) -> int:
+        against: Path = paths.ROUNDS, reports_dir: Path = paths.REPORTS, split_at: int | None = None) -> int:
     names = [v.name for v in params.all_variants()]
+    if split_at is not None:
+        a, b = split(R.load(names, Path(against)), split_at)
+        out = compare(a, b, params.report.baseline)
+        md = markdown(out, f"rounds 1-{split_at} of {against}",
+                      f"rounds {split_at + 1}-{split_at + b.count} of {against}, measured after A")
+        return _write(out, md, reports_dir, {"a": f"{against} rounds 1-{split_at}",
+                                             "b": f"{against} rounds {split_at + 1}-{split_at + b.count}"})
     if fresh:
         log("A: measuring the rounds (1 of 2)")
         measure.run(params, params_path, SCRATCH / "A" / "rounds")
@@ -95,7 +119,4 @@ def run(params: Params, params_path: str = "params.yaml", fresh: bool = False,
     measure.run(params, params_path, SCRATCH / "B" / "rounds")
     out = compare(R.load(names, a_dir), R.load(names, SCRATCH / "B" / "rounds"), params.report.baseline)
     md = markdown(out, a_label, "measured now" + (", after A" if fresh else ""))
-    write_json(reports_dir / AB_JSON.name, {**out, "a": str(a_dir), "b": str(SCRATCH / "B" / "rounds")})
-    atomic_write(reports_dir / AB_MD.name, md)
-    log(md.split("\n\n")[2].split("**")[1] + f" -> {reports_dir / AB_MD.name}")
-    return 0 if out["agree"] in (True, None) else 1
+    return _write(out, md, reports_dir, {"a": str(a_dir), "b": str(SCRATCH / "B" / "rounds")})

@@ -70,13 +70,17 @@ def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
 
 
 def test_a_hard_kill_mid_rounds_resumes_where_it_stopped(pipeline_repo):
-    """SIGKILL of the rounds stage right after its first process is recorded: DVC keeps the folder
-    (persist: true), the schedule holds that one process and its result, and the next `dvc repro`
-    measures only the other five (the kept result's bytes unchanged), then the report."""
+    """SIGKILL of the rounds stage right after its first process is recorded (two variants here, to
+    keep it short): DVC keeps the folder (persist: true), the schedule holds that one process and its
+    result, and the next `dvc repro` measures only the other one (the kept result's bytes unchanged),
+    then the report."""
+    import yaml
+
+    p = yaml.safe_load((pipeline_repo / "params.yaml").read_text())
+    p["variants"] = {k: v for k, v in p["variants"].items() if k in ("single_fit", "single_custom")}
+    p["sweep"]["replicas"], p["multiworker"]["workers"] = [], 0
+    (pipeline_repo / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     rounds = pipeline_repo / "results" / "rounds"
-    committed = (rounds / "schedule.json").read_bytes()
-    for f in sorted(rounds.rglob("*"), reverse=True):      # measure from nothing, as a first run would
-        f.unlink() if f.is_file() else f.rmdir()
     killed = _dvc_popen(["repro", "-s", "rounds"], pipeline_repo, FLOWERBENCH_FAILPOINT="kill:process-recorded")
     out = killed.communicate(timeout=300)[0]
     assert killed.returncode != 0 and "[failpoint] kill at process-recorded" in out, out[-3000:]
@@ -88,11 +92,11 @@ def test_a_hard_kill_mid_rounds_resumes_where_it_stopped(pipeline_repo):
     assert "rounds" in status(pipeline_repo)
     proc = dvc("repro", cwd=pipeline_repo)
     said = proc.stdout + proc.stderr
-    assert "resuming: 1 of 6 processes already measured with these inputs" in said, said[-3000:]
-    assert f"1/6: {first}" not in said and said.count("[rounds] round 1/1,") == 5
+    assert "resuming: 1 of 2 processes already measured with these inputs" in said, said[-3000:]
+    assert f"1/2: {first}" not in said and said.count("[rounds] round 1/1,") == 1
     assert (rounds / "r01" / f"{first}.json").read_bytes() == kept
-    assert len(json.loads((rounds / "schedule.json").read_text())["processes"]) == 6
-    assert (rounds / "schedule.json").read_bytes() != committed and status(pipeline_repo) == {}
+    assert len(json.loads((rounds / "schedule.json").read_text())["processes"]) == 2
+    assert status(pipeline_repo) == {}
     _back_to_the_committed_run(pipeline_repo)
 
 

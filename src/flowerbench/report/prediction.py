@@ -24,7 +24,7 @@ def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[s
     b += [f"Terms, measured {terms['started_at'][:10]} on {terms['cpu_model']} by the `terms` stage:",
           bullets(terms_lines(terms)),
           table(["variant", "runs", "role", "predicted s = compute + all-reduce + input", "measured s: "
-                        "median [95% CI]", "error", "holds within", "verdict"], model_rows(rows)),
+                        "over rounds [95% CI]", "error", "holds within", "verdict"], model_rows(rows)),
           model_verdict(verdict, rows)]
     extended = [r for r in rows if "dispatch_seconds" in r]
     if extended:
@@ -118,7 +118,7 @@ def model_verdict(v: dict, rows: list[dict]) -> str:
         return "No core-matched multi-replica run is in these results, so the model was not tested."
     if v["validated"]:
         return (f"The model held for all {v['held']} multi-replica run(s) ({errs}): each prediction lies "
-                f"inside the measured 95 % interval widened by {MARGIN:.0%} of the median.")
+                f"inside the measured 95 % interval widened by {MARGIN:.0%} of the measured point.")
     parts = []
     if v["missed"]:
         parts.append(f"The model MISSED {len(v['missed'])} of {v['predicted']} multi-replica run(s) "
