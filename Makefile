@@ -137,8 +137,13 @@ XDIST := -n $(TEST_WORKERS) --dist load
 test: $(STAMP)
 	$(PY) -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
+.PHONY: test-slow
+## test-slow: only the slow tests (ResNet50, DVC experiments, hard kills, signals, terms, multi-worker; CI runs them after `make test`)
+test-slow: $(STAMP)
+	$(PY) -m pytest -q $(XDIST) -m slow $(PYTEST_ARGS)
+
 .PHONY: test-all
-## test-all: every test, including the slow ones (ResNet50 end to end)
+## test-all: every test, the slow ones included
 test-all: $(STAMP)
 	$(PY) -m pytest -q $(XDIST) -m "" $(PYTEST_ARGS)
 

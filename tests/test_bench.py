@@ -28,6 +28,7 @@ def _blog_port_trains(workdir, model: str, epochs: int, learning_rate_bound: flo
         assert min(losses[1:]) < learning_rate_bound * losses[0], losses  # it learns: the loss falls
 
 
+@pytest.mark.slow
 def test_blog_port_still_trains_with_both_loops(workdir):
     """The port's code path, both loops, with a two-layer model in place of ResNet50 (seconds, not a
     minute): 15 epochs of 8 batches take the loss below half the warm-up's (0.12 for both loops here;

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from flowerbench import paths
+from flowerbench.closure import closure
 from flowerbench.config import TrainParams
 from flowerbench.measure import SPAWNED
 from tests.conftest import REPO, VENV_BIN, cli_env, copy_pipeline, dvc, dvc_status as status, git, write_params
-from flowerbench.closure import closure
 
 PKG_DIR = REPO / "src" / "flowerbench"
 # The commands a stage's command runs: `launch` starts worker processes, `terms` probe processes.
@@ -276,6 +276,7 @@ def test_a_variant_or_the_round_count_reruns_the_rounds_and_a_report_param_only_
     assert status(pipeline_repo) == {}
 
 
+@pytest.mark.slow
 def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_path):
     """On a copy of its own, with two variants (single_fit and mirrored_custom; the other variants,
     the sweep point and the multi-worker job are dropped and committed first, which reruns the rounds).

@@ -29,6 +29,7 @@ def _one_step(workdir, workers: int, batch: int, name: str) -> dict[str, np.ndar
         return {k: z[k] for k in z.files}
 
 
+@pytest.mark.slow
 def test_two_workers_equal_one_worker_with_twice_the_batch(workdir):
     two = _one_step(workdir, workers=2, batch=B, name="two")
     one = _one_step(workdir, workers=1, batch=2 * B, name="one")
@@ -42,6 +43,7 @@ def test_two_workers_equal_one_worker_with_twice_the_batch(workdir):
     assert diff < 1e-5
 
 
+@pytest.mark.slow
 def test_launch_labels_its_result_restarts_on_a_taken_port_and_runs_the_train_path(workdir):
     """One launch, three guards (they do not interact).  The result is labelled, and each worker was
     pinned to its own core.  The launcher's ports are free when chosen but released before the

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import report_in_process, run_cli, tiny_params, write_params
 
 
+@pytest.mark.slow
 def test_the_terms_stage_measures_the_model_on_this_host(workdir):
     """Every core-matched N that fits, each probe on the cores it should have had, the all-reduce of
     the model's real gradients within a process and between worker processes, the whole step of N

@@ -106,6 +106,7 @@ def test_one_replica_with_the_mirrored_runs_cores_uses_them_as_threads(workdir):
     assert_step_timing(r)
 
 
+@pytest.mark.slow
 def test_same_seed_same_training(workdir):
     """The blog's single_custom, twice with op determinism on: the first run records what produced
     it (as the other blog variants), and the two give the same losses."""

@@ -9,6 +9,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, VENV_BIN, cli_env, dvc, dvc_status as status, git, read_until
 
 def _dvc_popen(args: list[str], cwd: Path, **extra_env: str) -> subprocess.Popen:
@@ -69,6 +71,7 @@ def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
     _back_to_the_committed_run(pipeline_repo)
 
 
+@pytest.mark.slow
 def test_a_hard_kill_mid_rounds_resumes_where_it_stopped(pipeline_repo):
     """SIGKILL of the rounds stage right after its first process is recorded (two variants here, to
     keep it short): DVC keeps the folder (persist: true), the schedule holds that one process and its

@@ -34,6 +34,7 @@ def _wait_for(proc: subprocess.Popen, marker: str, timeout: float = 120) -> list
     return read_until(proc, proc.stderr, marker, timeout)
 
 
+@pytest.mark.slow
 def test_signal_mid_epoch_leaves_no_result_and_rerun_completes(workdir):
     """Ctrl-C, then a SIGTERM on the next run: each stops the stage with its own exit code and word,
     leaving no result and no temp file; then a rerun completes."""
@@ -143,6 +144,7 @@ def test_report_mixed_param_sets_warns_and_names_them(report_dir):
 
 # --------------------------------------------------------------------------- multi-worker
 
+@pytest.mark.slow
 def test_worker_that_dies_stops_the_job(workdir):
     write_params(workdir / "params.yaml", tiny_params(**LONG, **{"multiworker.deadline_s": 100}))
     t0 = time.monotonic()
