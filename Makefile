@@ -107,7 +107,7 @@ remeasure: $(STAMP)
 
 AB_ARGS ?=
 .PHONY: ab
-## ab: reproducibility: measure the rounds again (B) and test every paired ratio against results/rounds (A) -> reports/ab.md (AB_ARGS=--fresh: A too)
+## ab: reproducibility: measure the rounds again (B), test every paired ratio against results/rounds (A) -> reports/ab.md (AB_ARGS=--fresh: A too; --split K: A, B = rounds 1..K, K+1..)
 ab: $(STAMP)
 	$(DVC) repro host fetch
 	$(PY) -m flowerbench ab $(AB_ARGS)
