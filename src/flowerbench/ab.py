@@ -23,7 +23,7 @@ from . import measure, paths, rounds as R, stats as S
 from .config import Params
 from .io import atomic_write, write_json
 from .log import get_logger
-from .metrics import budget_scale, same_budget_single
+from .metrics import budget_scale, compared_ratios, same_budget_single
 from .render import table
 
 log = get_logger("ab").info
@@ -33,21 +33,15 @@ AB_MD, AB_JSON = paths.REPORTS / "ab.md", paths.REPORTS / "ab.json"
 
 
 def ratios(rounds: R.Rounds, baseline: str) -> dict[str, S.Estimate]:
-    """Every paired ratio a multi-replica (or threads) run has: name -> estimate."""
+    """Every paired ratio a multi-replica (or threads) run is judged by (metrics.compared_ratios), and
+    its efficiency against its same-loop single run: name -> estimate."""
     results = rounds.pooled()
     out = {}
-    for r in results:
-        if r.replicas == 1 and r.budget_kind != "threads":
-            continue
-        out[f"{r.variant} speed-up vs {baseline}"] = S.paired(rounds.seconds(baseline), rounds.seconds(r.variant))
-        single = same_budget_single(r, results)
-        scale = budget_scale(r)
-        if single is not None and single.variant != baseline:
-            out[f"{r.variant} speed-up vs {single.variant}"] = S.paired(rounds.seconds(single.variant),
-                                                                         rounds.seconds(r.variant))
-        if single is not None and scale is not None:
-            out[f"{r.variant} efficiency vs {single.variant}"] = S.paired(
-                rounds.seconds(single.variant), rounds.seconds(r.variant)).scaled(scale)
+    for r, other, est in compared_ratios(rounds, results, baseline):
+        out[f"{r.variant} speed-up vs {other}"] = est
+        single, scale = same_budget_single(r, results), budget_scale(r)
+        if single is not None and other == single.variant and scale is not None:
+            out[f"{r.variant} efficiency vs {other}"] = est.scaled(scale)
     return out
 
 
@@ -63,6 +57,16 @@ def compare(a: R.Rounds, b: R.Rounds, baseline: str) -> dict:
             "agree": all(r["agree"] for r in rows) if rows else None}
 
 
+def verdict(out: dict) -> str:
+    """The comparison in one sentence (the table's bold line and the log's)."""
+    if out["agree"] is None:
+        return "Nothing to compare."
+    if out["agree"]:
+        return "A and B agree on every paired ratio."
+    return (f"A and B DISAGREE on {sum(1 for r in out['rows'] if r['agree'] is False)} of {out['compared']} "
+            f"paired ratio(s).")
+
+
 def markdown(out: dict, a_label: str, b_label: str) -> str:
     def pct(x):
         return "n/a" if x is None else f"±{x:.1f} %"
@@ -70,13 +74,10 @@ def markdown(out: dict, a_label: str, b_label: str) -> str:
     rows = [[r["ratio"], f"{r['a']:.3f}", pct(r["a_half_width_pct"]), f"{r['b']:.3f}", pct(r["b_half_width_pct"]),
              f"{r['difference_pct']:+.1f} %", "n/a" if r["limit_pct"] is None else f"±{r['limit_pct']:.1f} %",
              {True: "agree", False: "DISAGREE", None: "n/a (one round)"}[r["agree"]]] for r in out["rows"]]
-    verdict = {True: "A and B agree on every paired ratio.", None: "Nothing to compare.",
-               False: f"A and B DISAGREE on {sum(1 for r in out['rows'] if r['agree'] is False)} of "
-                      f"{out['compared']} paired ratio(s)."}[out["agree"]]
     return "\n\n".join([
         "# A/B: the same measurement twice", f"A: {a_label} ({out['rounds_a']} round(s)). B: {b_label} "
         f"({out['rounds_b']} round(s)).",
-        f"**{verdict}** Agreement: B's log mean minus A's within the two-sided t-interval of the difference "
+        f"**{verdict(out)}** Agreement: B's log mean minus A's within the two-sided t-interval of the difference "
         f"(Welch), at 1 - 0.05 / {out['compared']} per ratio (Bonferroni over the {out['compared']} numbers "
         f"compared), so a clean pair agrees on all of them at least 95 % of the time. The half-widths are "
         f"each side's own 95 % interval: wide intervals agree trivially.",
@@ -94,7 +95,7 @@ def split(rounds: R.Rounds, k: int) -> tuple[R.Rounds, R.Rounds]:
 def _write(out: dict, md: str, reports_dir: Path, extra: dict) -> int:
     write_json(reports_dir / AB_JSON.name, {**out, **extra})
     atomic_write(reports_dir / AB_MD.name, md)
-    log(md.split("\n\n")[2].split("**")[1] + f" -> {reports_dir / AB_MD.name}")
+    log(f"{verdict(out)} -> {reports_dir / AB_MD.name}")
     return 0 if out["agree"] in (True, None) else 1
 
 

@@ -6,7 +6,7 @@ table, the `dvc plots` data and the numbers-only `reports/metrics.json`.
 
 from __future__ import annotations
 
-import math
+import statistics
 from typing import Any
 
 from . import paths
@@ -52,21 +52,17 @@ def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, l
 
     `results` (rounds.Rounds.pooled) supplies what describes a variant.  KeyError if the baseline has
     no result (the caller names it)."""
-    import statistics
-
     base = per_round[baseline]
     out = {}
     for r in results:
         secs = per_round[r.variant]
-        t = S.from_logs([math.log(x) for x in secs])
+        t = S.geometric(secs)
         m: dict[str, Any] = {"loop": r.loop, "replicas": r.replicas, "device_kind": r.device_kind,
                              "budget_kind": r.budget_kind, "budget_cores": r.budget_cores, "rounds": len(secs),
                              "timed_seconds": t.point, "timed_seconds_ci_low": t.low,
                              "timed_seconds_ci_high": t.high,
                              "images_per_second": r.images_per_epoch * r.epochs / t.point}
-        vs = S.paired(base, secs)
-        if r.variant == baseline:
-            vs = S.Estimate(1.0, None, None, vs.n, 0.0, None)
+        vs = S.Estimate.itself(len(secs)) if r.variant == baseline else S.paired(base, secs)
         m.update(_ratio("speedup_vs_baseline", vs))
         m.update(reduction_vs_baseline_pct=(1 - 1 / vs.point) * 100,
                  reduction_ci_low_pct=None if vs.low is None else (1 - 1 / vs.low) * 100,
@@ -76,9 +72,7 @@ def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, l
         m.update(whole_call_seconds=call, whole_call_over_epochs=call / r.timed_seconds)
         single = same_budget_single(r, results)
         if single is not None:
-            same = S.paired(per_round[single.variant], secs)
-            if single is r:
-                same = S.Estimate(1.0, None, None, same.n, 0.0, None)
+            same = S.Estimate.itself(len(secs)) if single is r else S.paired(per_round[single.variant], secs)
             m["single_same_loop"] = single.variant
             m.update(_ratio("speedup_vs_single", same))
             m["reduction_vs_single_same_loop_pct"] = (1 - 1 / same.point) * 100
@@ -99,30 +93,37 @@ def pathological(single: Result) -> bool:
     return single.loop == "custom" and single.custom_graph == "epoch" and single.device_kind != "gpu"
 
 
-def variance_split(rounds, metrics: dict[str, dict], baseline: str, target_pct: float) -> dict:
-    """Where the variance lives (stats.components per variant, pooled over variants), the spread over
-    rounds of every multi-replica (or threads) paired ratio with the rounds it needs for a 95 %
-    half-width of `target_pct` % (the target and the round count are for the multi-replica ones; the
-    threads run is shown beside them), and the counts the components call for (stats.per_level) at
-    the costs this run measured: a timed epoch, a repeat's own call, a process's start and warm-up."""
-    import statistics
+def compared_ratios(rounds, results: list[Result], baseline: str) -> list[tuple[Result, str, S.Estimate]]:
+    """Every paired ratio a multi-replica (or threads) run is judged by: its speed-up against
+    `baseline` (the blog's basis) and, where that is another run, against its same-budget single run
+    of the same loop (same_budget_single): (run, the run it is against, stats.paired's estimate).
+    The report's precision section and the A/B both read these."""
+    out = []
+    for r in results:
+        if r.replicas == 1 and r.budget_kind != "threads":
+            continue
+        single = same_budget_single(r, results)
+        for other in dict.fromkeys([baseline, single.variant if single else None]):
+            if other is not None and other != r.variant:
+                out.append((r, other, S.paired(rounds.seconds(other), rounds.seconds(r.variant))))
+    return out
 
-    per_variant = {v: S.components(rounds.epochs(v)) for v in metrics}
+
+def variance_split(rounds, results: list[Result], baseline: str, target_pct: float) -> dict:
+    """Where the variance lives (stats.components per variant, pooled over variants), the spread over
+    rounds of every compared ratio (compared_ratios) with the rounds it needs for a 95 % half-width of
+    `target_pct` % (the target and the round count are for the multi-replica ones; the threads run
+    is shown beside them), and the counts the components call for (stats.per_level) at the costs
+    this run measured: a timed epoch, a repeat's own call, a process's start and warm-up."""
+    per_variant = {r.variant: S.components(rounds.epochs(r.variant)) for r in results}
     pooled = S.pooled_components(per_variant)
     ratios = {}
-    for v, m in metrics.items():
-        if m["replicas"] == 1 and m["budget_kind"] != "threads":
-            continue
-        for basis, other in (("vs_baseline", baseline), ("vs_single", m.get("single_same_loop"))):
-            if other is None or other == v:
-                continue
-            if any(x["variant"] == v and x["against"] == other for x in ratios.values()):
-                continue   # the baseline is also the same-loop single run
-            est = S.paired(rounds.seconds(other), rounds.seconds(v))
-            ratios[f"{v} {basis}"] = {
-                "variant": v, "basis": basis, "against": other, "log_sd": est.log_sd,
-                "half_width_pct": est.half_width_pct, "targeted": m["replicas"] > 1,
-                "rounds_needed": S.rounds_needed(est.log_sd, target_pct) if est.log_sd else None}
+    for r, other, est in compared_ratios(rounds, results, baseline):
+        basis = "vs_baseline" if other == baseline else "vs_single"
+        ratios[f"{r.variant} {basis}"] = {
+            "variant": r.variant, "basis": basis, "against": other, "log_sd": est.log_sd,
+            "half_width_pct": est.half_width_pct, "targeted": r.replicas > 1,
+            "rounds_needed": S.rounds_needed(est.log_sd, target_pct) if est.log_sd else None}
     runs = [r for rnd in rounds.runs for r in rnd.values()]
     epoch_s = statistics.median(e for r in runs for e in r.epoch_seconds)
     call_s = statistics.median(max(0.0, w - t) for r in runs for w, t in zip(r.repeat_wall_seconds, r.repeat_seconds))
@@ -187,8 +188,8 @@ def input_ceiling(results: list[Result], per_round: dict[str, list[float]]) -> l
             f = twins[0]
             est = S.paired(per_round[f.variant], per_round[s.variant])
             rows.append({"real": f.variant, "tensors": s.variant, "loop": s.loop, "replicas": s.replicas,
-                         "real_seconds": S.from_logs([math.log(x) for x in per_round[f.variant]]).point,
-                         "tensors_seconds": S.from_logs([math.log(x) for x in per_round[s.variant]]).point,
+                         "real_seconds": S.geometric(per_round[f.variant]).point,
+                         "tensors_seconds": S.geometric(per_round[s.variant]).point,
                          "real_images_per_second": f.images_per_second,
                          "tensors_images_per_second": s.images_per_second,
                          "real_over_tensors": est.point, "real_over_tensors_ci_low": est.low,

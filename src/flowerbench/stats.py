@@ -121,6 +121,11 @@ class Estimate:
     def log_se(self) -> Optional[float]:
         return None if self.log_sd is None else self.log_sd / self.n ** 0.5
 
+    @classmethod
+    def itself(cls, n: int) -> "Estimate":
+        """A run against itself: exactly 1, no interval (never a fake one)."""
+        return cls(1.0, None, None, n, 0.0, None)
+
     def scaled(self, by: float) -> "Estimate":
         """The same estimate divided by a constant (an efficiency: a speed-up over N)."""
         return Estimate(self.point / by, None if self.low is None else self.low / by,
@@ -141,6 +146,12 @@ def from_logs(logs: Sequence[float]) -> Estimate:
     sd = statistics.stdev(logs)
     half = t975(n - 1) * sd / n ** 0.5
     return Estimate(math.exp(m), math.exp(m - half), math.exp(m + half), n, m, sd)
+
+
+def geometric(values: Sequence[float]) -> Estimate:
+    """Positive values over rounds (seconds): their geometric mean and its 95 % interval, the same
+    estimator as a paired ratio's."""
+    return from_logs([math.log(x) for x in values])
 
 
 def paired(numerator: Sequence[float], denominator: Sequence[float]) -> Estimate:

@@ -162,7 +162,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     per_round = {r.variant: rounds.seconds(r.variant) for r in results}
     base = params.report.baseline
     metrics = M.compute_metrics(results, base, per_round)
-    variance = M.variance_split(rounds, metrics, base, params.report.precision_target_pct)
+    variance = M.variance_split(rounds, results, base, params.report.precision_target_pct)
     audit = blog.audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
     ceiling = M.input_ceiling(results, per_round)
     df = M.tidy(results)
