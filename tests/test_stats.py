@@ -1,11 +1,12 @@
 """The statistics and the rounds' order, on recorded numbers: the paired estimator (point and interval
-from the same log ratios), the one rule, the variance split, the A/B agreement, the rotation."""
+from the same log ratios), the one rule, the variance split, the A/B agreement, the order (a Williams square)."""
 
 from __future__ import annotations
 
 import math
 import random
 import statistics
+from collections import Counter
 
 import pytest
 
@@ -112,15 +113,36 @@ def test_a_b_agreement_is_bonferroni_corrected():
     assert S.agree(a, S.paired([10.0], [8.0]), compared=1)["agree"] is None   # one round: no verdict
 
 
-def test_the_order_rotates_and_every_variant_runs_once_per_round():
-    names = ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "multiworker_custom"]
-    order = rounds.order(names, 10, seed=123)
+def neighbours(rows):
+    return Counter((a, b) for row in rows for a, b in zip(row, row[1:]))
+
+
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_the_order_balances_places_and_neighbours(n):
+    names = ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "multiworker_custom",
+             "single_fit_tensors", "single_custom_tensors", "single_fit_threads"][:n]
+    cycle = n if n % 2 == 0 else 2 * n          # the Williams square's rows (and its mirror, n odd)
+    order = rounds.order(names, 2 * cycle, seed=123)
     assert all(sorted(o) == sorted(names) for o in order)
-    assert order == rounds.order(names, 10, seed=123) and order != rounds.order(names, 10, seed=124)
-    assert order[1] == order[0][1:] + order[0][:1]                # rotated by one place per round
-    for v in names:   # over len(names) rounds, each variant sits once at every position
-        assert sorted(o.index(v) for o in order[:5]) == list(range(5))
+    assert order == rounds.order(names, 2 * cycle, seed=123)
+    assert order != rounds.order(names, 2 * cycle, seed=124) or n == 2
+    for v in names:   # over n rounds, each variant sits once at every position
+        assert sorted(o.index(v) for o in order[:n]) == list(range(n))
+    pairs = neighbours(order[:cycle])          # every variant follows every other equally often
+    assert set(pairs) == {(a, b) for a in names for b in names if a != b}
+    assert set(pairs.values()) == {cycle // n}
+    assert order[cycle:] == order[:cycle]       # past the square, its rows again
     assert rounds.order(names, 3, 123) == order[:3]               # more rounds extend, never reshuffle
+
+
+def test_no_variant_follows_the_same_one_in_every_round():
+    # the old order (one shuffle rotated one place per round) put single_custom after
+    # multiworker_custom in every round; in the square's first three rows no follower repeats
+    names = ["a", "b", "c", "d", "e", "f", "g", "h"]
+    order = rounds.order(names, 3, seed=123)
+    for v in names:
+        followers = [row[row.index(v) + 1] for row in order if row.index(v) < len(row) - 1]
+        assert len(followers) == len(set(followers))
     assert [rounds.first_core(k, 2) for k in range(4)] == [0, 1, 0, 1]
 
 

@@ -83,8 +83,8 @@ class TrainParams(_Section):
     # single-replica baselines one replica's share (budget.py)
     cores_per_replica: int = Field(1, ge=1, le=256)
     warmup_epochs: int = Field(1, ge=0, le=100)
-    epochs: int = Field(2, ge=1, le=1000)
-    repeats: int = Field(2, ge=1, le=20)
+    epochs: int = Field(3, ge=1, le=1000)
+    repeats: int = Field(1, ge=1, le=20)
     optimizer: Literal["adam", "sgd"] = "adam"
     learning_rate: float = Field(0.001, gt=0, le=10)
     scaling: Literal["weak", "strong"] = "weak"

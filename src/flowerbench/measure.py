@@ -1,8 +1,8 @@
-"""Stage `rounds`: every variant once per round, each in its own process, in a rotated order.
+"""Stage `rounds`: every variant once per round, each in its own process, in a balanced order.
 
     python -m flowerbench rounds [--params params.yaml]      (dvc.yaml runs it as the stage `rounds`)
 
-For each of `rounds.count` rounds, in the order rounds.order gives (seeded, rotated, recorded), it
+For each of `rounds.count` rounds, in the order rounds.order gives (a Williams square, seeded, recorded), it
 runs one process per variant: `python -m flowerbench.commands.train --variant V --out
 results/rounds/rKK/V.json --first-core K` (the one-replica runs move across the cores from round to
 round), or the multi-worker launcher for `multiworker_custom`.  Beside every process it records the

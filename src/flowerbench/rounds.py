@@ -10,9 +10,13 @@ measure.py; this module is what the report reads, and so loads no TensorFlow:
                                         its wall time, exit, and the host's load beside it
     results/rounds/r01/<variant>.json   one result (results.Result) per process
 
-The order: a seeded shuffle of the variants, rotated by one place each round, so that over as many
-rounds as there are variants every variant runs once at every position (a Latin square's rows);
-the seed and the orders are recorded.  The one-replica runs rotate their core too (`first_core`).
+The order: the rows of a Williams square (Williams 1949) over the variants, the variants' places in
+it a seeded shuffle.  Over as many rounds as there are variants (twice that for an odd count) every
+variant runs once at every position, and every variant follows every other equally often, so neither
+a place in the round nor the process that ran just before (a host warmed or cooled by it) lands on
+one variant more than another.  A plain rotation kept the neighbours: one variant followed the same
+other in every round.  The seed and the orders are recorded.  The one-replica runs rotate their
+core too (`first_core`).
 """
 
 from __future__ import annotations
@@ -38,12 +42,23 @@ class RoundsError(RuntimeError):
     """The rounds' record is missing, incomplete, of another schema or disagrees with its results."""
 
 
+def williams(n: int) -> list[list[int]]:
+    """A Williams square on 0..n-1: a Latin square whose rows, taken together, put every ordered pair
+    of neighbours once (n even); for n odd the square and its mirror, 2n rows, put each twice."""
+    first = [0]
+    for k in range(1, n):   # 0, 1, n-1, 2, n-2, ...
+        first.append((k + 1) // 2 if k % 2 else n - k // 2)
+    rows = [[(x + r) % n for x in first] for r in range(n)]
+    return rows if n % 2 == 0 else rows + [row[::-1] for row in rows]
+
+
 def order(variants: list[str], count: int, seed: int) -> list[list[str]]:
-    """The variants' order in each of `count` rounds: a seeded shuffle rotated by one place per round."""
-    base = list(variants)
-    random.Random(seed).shuffle(base)
-    n = len(base)
-    return [base[k % n:] + base[:k % n] for k in range(count)]
+    """The variants' order in each of `count` rounds: the rows of a Williams square in turn, its
+    symbols the variants in a seeded shuffle (more rounds extend the list, never reshuffle it)."""
+    names = list(variants)
+    random.Random(seed).shuffle(names)
+    rows = williams(len(names)) if names else [[]]
+    return [[names[i] for i in rows[k % len(rows)]] for k in range(count)]
 
 
 def first_core(round_index: int, usable: int) -> int:

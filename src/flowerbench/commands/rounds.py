@@ -2,7 +2,7 @@
 
 from flowerbench import entry
 
-HELP = ("measure every variant in interleaved rounds (own process each, order rotated, host load "
+HELP = ("measure every variant in interleaved rounds (own process each, order balanced, host load "
         "recorded; resumes an interrupted run) and write results/rounds/")
 
 

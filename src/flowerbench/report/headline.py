@@ -29,7 +29,7 @@ def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
                    "vs 1 replica, same loop [95% CI]: rule", "efficiency, same loop [95% CI]",
                    "final loss", "final acc"], rows),
             f"Every number here comes from {n} interleaved round(s): in each round every variant ran once, "
-            f"as its own process, in a rotated order. A speed-up is a paired ratio inside each round (the "
+            f"as its own process, in a balanced order. A speed-up is a paired ratio inside each round (the "
             f"run against its baseline from the same round); the table gives their geometric mean and the "
             f"95 % t-interval of the mean log ratio over rounds, so the point is the centre of its interval "
             f"and the host's drift between processes is inside it. Timed seconds: one repeat's timed "

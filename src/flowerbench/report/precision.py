@@ -24,8 +24,9 @@ def precision(rounds, variance: dict) -> list[str]:
     target = variance["target_pct"]
     per_round = [sum(p.wall_seconds for p in s.processes if p.round == k) for k in range(1, s.count + 1)]
     out = ["## Precision: rounds, and where the variance lives",
-           f"{s.count} round(s) x {len(s.variants)} variants, each a process of its own; order: a shuffle seeded "
-           f"with {s.seed}, rotated one place per round; the one-replica runs start their cores at the round's "
+           f"{s.count} round(s) x {len(s.variants)} variants, each a process of its own; order: the rows of a "
+           f"Williams square (every place, and every variant after every other, equally often), the variants "
+           f"placed in it by a shuffle seeded with {s.seed}; the one-replica runs start their cores at the round's "
            f"first core (rotated over {s.usable_cores}). A round took {min(per_round) / 60:.1f}-"
            f"{max(per_round) / 60:.1f} min.",
            table(["round", "order", "first core", "busy processes"],
