@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from . import paths
+from . import paths, predict
 from . import stats as S
 from .results import Result
 
@@ -22,6 +22,7 @@ def reduction_pct(baseline_s: float, s: float) -> float:
 
 
 VERDICT_CODE = {S.FASTER: 1, S.SLOWER: -1, S.UNDECIDED: 0}   # metrics.json holds numbers only
+MODEL_CODE = {predict.HOLDS: 1, predict.MISSED: -1, predict.UNDETERMINED: 0}
 
 
 def mixed_params(results: list[Result]) -> list[str]:
@@ -240,9 +241,11 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
     return {"variants": {name: with_codes(m) for name, m in metrics.items()},
             "blog_audit": {a["variant"]: numbers(a) for a in audit},
             "input_ceiling": {c["tensors"]: numbers(c) for c in ceiling},
-            "model": {r["variant"]: {**numbers(r), "holds": int(r["holds"]),
-                                     **({"holds_with_dispatch": int(r["holds_with_dispatch"])}
-                                        if "holds_with_dispatch" in r else {})} for r in model
+            "model": {r["variant"]: {**numbers(r), "verdict_code": MODEL_CODE[r["verdict"]],
+                                     **({"verdict_with_dispatch_code": MODEL_CODE[r["verdict_with_dispatch"]]}
+                                        if "verdict_with_dispatch" in r else {}),
+                                     **{f"null_{k}_error_pct": round(x["error_pct"], 6)
+                                        for k, x in r.get("nulls", {}).items()}} for r in model
                       if r.get("predicted_seconds") is not None},
             "variance": {} if variance is None else {
                 **{f"{level}_sd_pct": c["sd_pct"] for level, c in variance["pooled"].items()

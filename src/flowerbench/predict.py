@@ -16,8 +16,12 @@ N-replica run with c cores per replica, n images and S steps (global batch N x b
   a_N      the all-reduce of the model's gradients across N replicas, per step;
   rho      input images/s per core at the run's image size and cache setting.
 
-A prediction holds when it lies inside the measured 95 % interval widened by 15 %
-of the median.  The four terms above are the model as first written; where the
+A prediction is judged on the point (`judge`): it holds within +-10 % of the measured
+point (the geometric mean over rounds), misses beyond, and is undetermined where the
+measured 95 % interval is itself wider than +-10 %, however close the prediction.
+Beside it, two null models from the 1-replica run of the same loop in the same rounds:
+"no speed-up" (N replicas take one replica's time) and "linear" (one replica's time / N);
+the model has to beat both on mean absolute error.  The four terms above are the model as first written; where the
 in-process runs missed, a fifth was measured (terms' `dispatch`: N replicas'
 step driven from one process, less the four) and the report shows both.  The 1-replica runs are the model's inputs (their twins) or checks
 of the input term (N = 1 with files), never tests of it.
@@ -32,7 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from .results import Result
 
-MARGIN = 0.15        # of the measured median, on each side of the 95 % interval
+TOLERANCE_PCT = 10.0  # a prediction holds within this of the measured point; undetermined where the
+                      # measured 95 % interval is wider than this on either side
+HOLDS, MISSED, UNDETERMINED = "holds", "MISSED", "undetermined"
 TERMS_SCHEMA = 1     # of results/model-terms.json (written by terms.py)
 
 
@@ -174,11 +180,25 @@ def gpu_epoch(steps: int, images: int, step_s: float, allreduce_s: float, input_
             "bound": "input" if inp > device else "compute + all-reduce"}
 
 
-def window(median: float, low: Optional[float], high: Optional[float], margin: float = MARGIN) -> tuple[float, float]:
-    """Where a prediction holds: the 95 % interval (the median without repeats) widened by margin x median."""
-    lo = median if low is None else min(low, median)
-    hi = median if high is None else max(high, median)
-    return lo - margin * median, hi + margin * median
+def half_width_pct(median: float, low: Optional[float], high: Optional[float]) -> Optional[float]:
+    """The measured interval's wider side, in % of the point; None without an interval."""
+    if low is None or high is None:
+        return None
+    return max(median - low, high - median) / median * 100.0
+
+
+def judge(predicted: float, median: float, low: Optional[float], high: Optional[float],
+          tolerance_pct: float = TOLERANCE_PCT) -> str:
+    """holds within +-tolerance of the measured point, MISSED beyond; undetermined where the measured
+    interval is itself wider than +-tolerance (or there is none): no prediction can be judged there."""
+    hw = half_width_pct(median, low, high)
+    if hw is None or hw > tolerance_pct:
+        return UNDETERMINED
+    return HOLDS if abs(predicted - median) / median * 100.0 <= tolerance_pct else MISSED
+
+
+def error_pct(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured * 100.0
 
 
 def twin_of(r: Result, results: list[Result]) -> Optional[Result]:
@@ -190,6 +210,26 @@ def twin_of(r: Result, results: list[Result]) -> Optional[Result]:
                 and t.budget_cores == t.cores_per_replica == r.cores_per_replica):
             return t
     return None
+
+
+def one_replica_of(r: Result, results: list[Result]) -> Optional[Result]:
+    """The 1-replica run of r's loop from files on one replica's cores: the null models' source."""
+    return next((o for o in results if _is_check(o) and o.loop == r.loop and o.custom_graph == r.custom_graph
+                 and o.batch_size_per_replica == r.batch_size_per_replica and o.image_size == r.image_size
+                 and o.cores_per_replica == r.cores_per_replica), None)
+
+
+def nulls(r: Result, results: list[Result], measured: dict[str, tuple]) -> dict:
+    """The two models that know nothing, from the 1-replica run of the same loop (same rounds):
+    "no speed-up" (N replicas take its time) and "linear" (its time / N), each with its signed error."""
+    one = one_replica_of(r, results)
+    if one is None or r.replicas == 1:
+        return {}
+    t1, median = measured[one.variant][0], measured[r.variant][0]
+    # weak scaling (the blog's): each replica keeps its batch, so an epoch has 1/N of the steps
+    out = {"no_speedup": t1, "linear": t1 / r.replicas}
+    return {"null_source": one.variant,
+            "nulls": {k: {"predicted_seconds": v, "error_pct": error_pct(v, median)} for k, v in out.items()}}
 
 
 def _is_test(r: Result) -> bool:
@@ -226,22 +266,23 @@ def predict(r: Result, results: list[Result], terms: dict, measured: dict[str, t
     e = r.epochs
     predicted = e * epoch["total"]
     median, low, high = measured[r.variant]
-    lo, hi = window(median, low, high)
     extended = {}
     dispatch = terms.get("dispatch", {}).get(n) if r.replicas > 1 and not r.workers else None
     if dispatch is not None:   # measured after the four terms missed the in-process runs (docs/model.md)
         with_d = predicted + e * r.steps_per_epoch * dispatch["seconds_beyond_terms"]
         extended = {"dispatch_seconds": dispatch["seconds_beyond_terms"], "predicted_with_dispatch_seconds": with_d,
-                    "error_with_dispatch_pct": (with_d - median) / median * 100.0,
-                    "holds_with_dispatch": lo <= with_d <= hi}
+                    "error_with_dispatch_pct": error_pct(with_d, median),
+                    "verdict_with_dispatch": judge(with_d, median, low, high)}
     return {**row, **extended, "twin": twin.variant, "step_seconds": step_s, "contention": contention,
             "allreduce_seconds": allreduce_s, "allreduce_between_processes": bool(across), "input_rate_per_core": terms["input"]["median_rate"],
             "epochs": e, "steps_per_epoch": r.steps_per_epoch,
             "terms_seconds": {k: e * v for k, v in epoch.items() if k != "total"},
             "predicted_seconds": predicted, "measured_seconds": median,
-            "measured_low": low, "measured_high": high, "window": [lo, hi],
-            "error_pct": (predicted - median) / median * 100.0, "holds": lo <= predicted <= hi,
-            "missing_per_step_seconds": (median - predicted) / (e * r.steps_per_epoch)}
+            "measured_low": low, "measured_high": high,
+            "measured_half_width_pct": half_width_pct(median, low, high),
+            "error_pct": error_pct(predicted, median), "verdict": judge(predicted, median, low, high),
+            "missing_per_step_seconds": (median - predicted) / (e * r.steps_per_epoch),
+            **nulls(r, results, measured)}
 
 
 def predictions(results: list[Result], terms: Optional[dict], measured: dict[str, tuple]) -> list[dict]:
@@ -257,13 +298,34 @@ def predicted_tests(rows: list[dict]) -> list[dict]:
     return [r for r in rows if r["role"] == "test" and r.get("predicted_seconds") is not None]
 
 
-def verdict(rows: list[dict], holds: str = "holds") -> dict:
-    """How the model did on the tests: held / missed / could not predict.  holds="holds_with_dispatch":
-    the same with the dispatch term where it was measured (the four terms' verdict elsewhere)."""
+def _mae(errors: list[float]) -> Optional[float]:
+    return sum(abs(x) for x in errors) / len(errors) if errors else None
+
+
+def verdict(rows: list[dict], key: str = "verdict") -> dict:
+    """How the model did on the tests: held / missed / undetermined / could not predict, its mean and
+    largest absolute error on the point, and the null models' mean absolute errors on the same runs.
+    key="verdict_with_dispatch": the same with the dispatch term where it was measured (the four terms'
+    prediction elsewhere)."""
     tests = [r for r in rows if r["role"] == "test"]
     done = predicted_tests(rows)
-    ok = {r["variant"]: r.get(holds, r["holds"]) for r in done}
-    return {"tests": len(tests), "predicted": len(done), "held": sum(ok.values()),
-            "missed": [v for v, h in ok.items() if not h],
+    with_d = key == "verdict_with_dispatch"
+
+    def err(r: dict) -> float:
+        return r["error_with_dispatch_pct"] if with_d and "error_with_dispatch_pct" in r else r["error_pct"]
+
+    says = {r["variant"]: r.get(key, r["verdict"]) for r in done}
+    errors = [err(r) for r in done]
+    with_nulls = [r for r in done if r.get("nulls")]
+    null_mae = {k: _mae([r["nulls"][k]["error_pct"] for r in with_nulls]) for k in ("no_speedup", "linear")}
+    mae = _mae(errors)
+    model_on_nulls = _mae([err(r) for r in with_nulls])
+    return {"tests": len(tests), "predicted": len(done),
+            "held": sum(v == HOLDS for v in says.values()),
+            "missed": [v for v, x in says.items() if x == MISSED],
+            "undetermined": [v for v, x in says.items() if x == UNDETERMINED],
             "unpredicted": [r["variant"] for r in tests if r.get("predicted_seconds") is None],
-            "validated": bool(done) and all(ok.values()) and len(done) == len(tests)}
+            "mae_pct": mae, "max_abs_error_pct": max((abs(x) for x in errors), default=None),
+            "null_mae_pct": null_mae, "nulls_runs": len(with_nulls),
+            "beats_nulls": (bool(with_nulls) and all(m is not None and model_on_nulls < m for m in null_mae.values())),
+            "validated": bool(done) and len(done) == len(tests) and all(v == HOLDS for v in says.values())}

@@ -7,7 +7,7 @@ from typing import Optional
 
 from .. import blog
 from ..config import ReportParams
-from ..predict import MARGIN, predicted_tests
+from ..predict import TOLERANCE_PCT, predicted_tests
 from ..render import bullets, table
 
 
@@ -86,7 +86,7 @@ def blog_validation(v: Optional[dict], rows: list[dict] = ()) -> str:
                 "runs): read what follows as arithmetic on the blog's inputs, not a validated prediction.")
     if v["validated"]:
         return (f"The same model, in its CPU form, first predicted this host's {v['held']} multi-replica run(s) "
-                f"within their intervals + {MARGIN:.0%} of the measured point (the section above). The GPU form below changes one thing the "
+                f"within ±{TOLERANCE_PCT:g} % of the measured point (the section above). The GPU form below changes one thing the "
                 f"hardware dictates: input runs on the host CPU while the GPUs compute, so the two overlap (max) "
                 f"instead of adding; contention between GPUs, which have memory of their own, is left out." + sure)
     return (f"Caution: in its CPU form this model missed {len(v['missed'])} of {v['predicted']} multi-replica "

@@ -3,7 +3,7 @@ measurement, the verdict, and the dispatch term where it was measured (predict.p
 
 from __future__ import annotations
 
-from ..predict import MARGIN, predicted_tests, verdict as verdict_of
+from ..predict import HOLDS, TOLERANCE_PCT, UNDETERMINED, predicted_tests, verdict as verdict_of
 from ..render import bullets, table
 from .cells import fmt
 
@@ -22,9 +22,14 @@ def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[s
     if terms.get("skipped"):
         return b + [f"The terms were not measured: {terms['skipped']}."]
     b += [f"Terms, measured {terms['started_at'][:10]} on {terms['cpu_model']} by the `terms` stage:",
-          bullets(terms_lines(terms)),
+          bullets(terms_lines(terms) + compute_lines(terms, rows)),
+          f"A prediction holds within ±{TOLERANCE_PCT:g} % of the measured point (the geometric mean over rounds) "
+          f"and misses beyond; where the measured 95 % interval is itself wider than ±{TOLERANCE_PCT:g} %, the "
+          f"verdict is undetermined, however close the prediction. The null models come from the 1-replica run "
+          f"of the same loop in the same rounds: no speed-up (N replicas take its time) and linear (its time / N).",
           table(["variant", "runs", "role", "predicted s = compute + all-reduce + input", "measured s: "
-                        "over rounds [95% CI]", "error", "holds within", "verdict"], model_rows(rows)),
+                        "over rounds [95% CI]", "error", "no speed-up / linear: error", "verdict"],
+                model_rows(rows)),
           model_verdict(verdict, rows)]
     extended = [r for r in rows if "dispatch_seconds" in r]
     if extended:
@@ -34,11 +39,12 @@ def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[s
               "Added to the in-process runs' predictions:",
               table(["variant", "dispatch ms per step", "four terms s", "with dispatch s", "measured s",
                             "error", "verdict"], dispatch_rows(rows)),
-              dispatch_verdict(verdict_of(rows, "holds_with_dispatch"))]
-    b.append("With the decoded images cached (`data.cache: true`) the input term is a small part of an epoch; the "
-             "input-on validation run (`dvc exp run -n input-on -S data.cache=false -S data.standin_px=512`) puts "
-             "it on trial, and its report is kept beside this one ([docs/model.md](../docs/model.md#putting-the-"
-             "input-term-on-trial)).")
+              dispatch_verdict(verdict_of(rows, "verdict_with_dispatch"))]
+    b.append("With the decoded images cached (`data.cache: true`) the input term is a small part of an epoch. The "
+             "input-on run (`dvc exp run -n input-on -S data.cache=false -S data.standin_px=512`) made it large; "
+             "its report is kept in the repository at reports/reference/cpu-input-on-amd-epyc-2core/, and "
+             "docs/model.md (\"Putting the input term on trial\") says what it found and why it did not hold the "
+             "term out of sample.")
     return b
 
 
@@ -59,6 +65,17 @@ def _missing_term(row: dict) -> str:
             f"contend only in their timed windows; the run's input prefetch may overlap compute)")
 
 
+def verdict_cell(r: dict, verdict: str, error_key: str = "error_pct") -> str:
+    if verdict == HOLDS:
+        return "holds" if r["role"] == "test" else "consistent"
+    if verdict == UNDETERMINED:
+        hw = r["measured_half_width_pct"]
+        return (f"undetermined (measured ±{hw:.1f} %)" if hw is not None else "undetermined (no interval)")
+    if r["role"] != "test":
+        return "off: " + _missing_term(r)
+    return "MISSED: " + _missing_term(r) if error_key == "error_pct" else "MISSED"
+
+
 def model_rows(rows: list[dict]) -> list[list]:
     out = []
     for r in rows:
@@ -69,12 +86,12 @@ def model_rows(rows: list[dict]) -> list[list]:
             continue
         t = r["terms_seconds"]
         iv = ("n/a" if r["measured_low"] is None else f"[{r['measured_low']:.2f}, {r['measured_high']:.2f}]")
+        n = r.get("nulls")
         out.append([r["variant"], who, r["role"],
                     f"{r['predicted_seconds']:.2f} = {t['compute']:.2f} + {t['allreduce']:.2f} + {t['input']:.2f}",
                     f"{r['measured_seconds']:.2f} {iv}", f"{r['error_pct']:+.1f}%",
-                    f"[{r['window'][0]:.2f}, {r['window'][1]:.2f}]",
-                    ("holds" if r["holds"] else "MISSED: " + _missing_term(r)) if r["role"] == "test" else
-                    ("consistent" if r["holds"] else "off: " + _missing_term(r))])
+                    (f"{n['no_speedup']['error_pct']:+.1f}% / {n['linear']['error_pct']:+.1f}%" if n else "–"),
+                    verdict_cell(r, r["verdict"])])
     return out
 
 
@@ -111,35 +128,71 @@ def terms_lines(terms: dict) -> list[str]:
     return out
 
 
+def compute_lines(terms: dict, rows: list[dict]) -> list[str]:
+    """Which step each part of the arithmetic uses: the compute term takes each loop's own step (its
+    in-memory twin in the rounds); kappa and the dispatch term are ratios to, or time beyond, the
+    probe's step alone, so the two are different numbers on purpose."""
+    steps = {}
+    for r in rows:
+        if r.get("twin") and r["loop"] not in steps:
+            steps[r["loop"]] = (r["twin"], r["step_seconds"])
+    if not steps:
+        return []
+    alone = terms["step_alone"]["median_seconds"]
+    each = ", ".join(f"{loop} {s * 1000:.0f} ms (from {twin})" for loop, (twin, s) in steps.items())
+    return [f"s in the compute term, one replica's step of each loop from its in-memory-tensors twin in the "
+            f"rounds: {each}. kappa_N is a ratio to the probe's step alone ({alone * 1000:.0f} ms) and the "
+            f"dispatch term a time per step beyond kappa_N x that step + a_N, so each is carried to the loop's "
+            f"own step as measured: a ratio and a time, not a second copy of the step."]
+
+
 def model_verdict(v: dict, rows: list[dict]) -> str:
     tested = predicted_tests(rows)
     errs = ", ".join(f"{r['variant']} {r['error_pct']:+.1f}%" for r in tested)
     if not v["tests"]:
         return "No core-matched multi-replica run is in these results, so the model was not tested."
+    summary = ""
+    if v["mae_pct"] is not None:
+        nm = v["null_mae_pct"]
+        nulls = (f"; the null models on the same {v['nulls_runs']} run(s): no speed-up {nm['no_speedup']:.1f} %, "
+                 f"linear {nm['linear']:.1f} %" if v["nulls_runs"] else "; no null model (no 1-replica run of "
+                 "the same loop)")
+        beats = (" The model beats both null models." if v["beats_nulls"] else
+                 " The model does NOT beat both null models: knowing nothing did as well." if v["nulls_runs"] else "")
+        summary = (f" Mean absolute error {v['mae_pct']:.1f} %, largest {v['max_abs_error_pct']:.1f} % (target: "
+                   f"mean <= 10 %, largest <= 20 %){nulls}.{beats}")
     if v["validated"]:
         return (f"The model held for all {v['held']} multi-replica run(s) ({errs}): each prediction lies "
-                f"inside the measured 95 % interval widened by {MARGIN:.0%} of the measured point.")
+                f"within ±{TOLERANCE_PCT:g} % of the measured point.{summary} These runs are the settings the "
+                f"terms were measured at, not held out.")
     parts = []
     if v["missed"]:
         parts.append(f"The model MISSED {len(v['missed'])} of {v['predicted']} multi-replica run(s) "
                      f"({', '.join(v['missed'])}; errors: {errs}).")
+    if v["undetermined"]:
+        parts.append(f"{len(v['undetermined'])} could not be judged: {', '.join(v['undetermined'])} (the "
+                     f"measured interval is wider than ±{TOLERANCE_PCT:g} %).")
     if v["unpredicted"]:
         parts.append(f"It could not predict {', '.join(v['unpredicted'])} (an input is missing).")
     if v["held"]:
         parts.append(f"It held for {v['held']}.")
-    return " ".join(parts) + " It is not validated on this host; the blog section below says what that costs."
+    return (" ".join(parts) + summary + " It is not validated on this host; the blog section below says what "
+            "that costs.")
 
 
 def dispatch_rows(rows: list[dict]) -> list[list]:
     return [[r["variant"], f"{r['dispatch_seconds'] * 1000:.0f}", f"{r['predicted_seconds']:.2f}",
              f"{r['predicted_with_dispatch_seconds']:.2f}", f"{r['measured_seconds']:.2f}",
-             f"{r['error_with_dispatch_pct']:+.1f}%", "holds" if r["holds_with_dispatch"] else "MISSED"]
+             f"{r['error_with_dispatch_pct']:+.1f}%", verdict_cell(r, r["verdict_with_dispatch"], "dispatch")]
             for r in rows if "dispatch_seconds" in r]
 
 
 def dispatch_verdict(v: dict) -> str:
+    after = ("The term was added after the four-term model missed, so it explains those misses; it was not "
+             "predicted before them.")
     if v["validated"]:
-        return (f"With the dispatch term the model holds for all {v['held']} multi-replica run(s). The term was added "
-                f"after the four-term model missed, so it explains those misses; it was not predicted before them.")
-    return (f"With the dispatch term it still misses {', '.join(v['missed']) or 'none'} "
-            f"({v['held']} of {v['predicted']} held): something else is missing too.")
+        return f"With the dispatch term the model holds for all {v['held']} multi-replica run(s). {after}"
+    undetermined = (f", {len(v['undetermined'])} undetermined ({', '.join(v['undetermined'])})"
+                    if v["undetermined"] else "")
+    return (f"With the dispatch term it misses {', '.join(v['missed']) or 'none'} ({v['held']} of "
+            f"{v['predicted']} held{undetermined}). {after}")
