@@ -38,6 +38,7 @@ from .results import Result
 
 TOLERANCE_PCT = 10.0  # a prediction holds within this of the measured point; undetermined where the
                       # measured 95 % interval is wider than this on either side
+MAE_TARGET_PCT, MAX_TARGET_PCT = 10.0, 20.0   # the model's summary targets: mean and largest absolute error
 HOLDS, MISSED, UNDETERMINED = "holds", "MISSED", "undetermined"
 TERMS_SCHEMA = 1     # of results/model-terms.json (written by terms.py)
 

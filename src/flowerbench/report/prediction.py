@@ -3,7 +3,7 @@ measurement, the verdict, and the dispatch term where it was measured (predict.p
 
 from __future__ import annotations
 
-from ..predict import HOLDS, TOLERANCE_PCT, UNDETERMINED, predicted_tests, verdict as verdict_of
+from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, TOLERANCE_PCT, UNDETERMINED, predicted_tests, verdict as verdict_of
 from ..render import bullets, table
 from .cells import fmt
 
@@ -160,7 +160,7 @@ def model_verdict(v: dict, rows: list[dict]) -> str:
         beats = (" The model beats both null models." if v["beats_nulls"] else
                  " The model does NOT beat both null models: knowing nothing did as well." if v["nulls_runs"] else "")
         summary = (f" Mean absolute error {v['mae_pct']:.1f} %, largest {v['max_abs_error_pct']:.1f} % (target: "
-                   f"mean <= 10 %, largest <= 20 %){nulls}.{beats}")
+                   f"mean <= {MAE_TARGET_PCT:g} %, largest <= {MAX_TARGET_PCT:g} %){nulls}.{beats}")
     if v["validated"]:
         return (f"The model held for all {v['held']} multi-replica run(s) ({errs}): each prediction lies "
                 f"within ±{TOLERANCE_PCT:g} % of the measured point.{summary} These runs are the settings the "
