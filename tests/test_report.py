@@ -353,7 +353,7 @@ def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
     # the term the misses pointed to, measured and added to the in-process runs only
     assert "| mirrored_custom | 20 | 49.14 | 51.46 | 50.00 | +2.9% | holds |" in section
     assert "dispatch (d_2, measured after the four terms missed)" in section
-    assert "With the dispatch term it misses multiworker_custom (1 of 2 held)" in section
+    assert "With the dispatch term, of 2 predicted run(s) 1 held; missed: multiworker_custom." in section
     blog = md.split("## The blog explained")[1]
     caution = blog.lstrip().split("\n")[2]
     assert caution.startswith("Caution: in its CPU form this model missed 1 of 2")
@@ -400,3 +400,17 @@ def test_no_generated_sentence_holds_a_literal_number():
     assert sections == {"opening", "headline", "precision", "inputs", "audit", "prediction", "blog_explained",
                         "conclusion", "provenance"}
     assert max(len(p.read_text().splitlines()) for p in pkg.glob("*.py")) < 300
+
+
+def test_the_blog_caution_tells_a_miss_from_a_measurement_too_loose_to_judge():
+    from flowerbench.report.blog_explained import blog_validation
+
+    loose = {"tests": 3, "predicted": 3, "held": 0, "missed": [], "undetermined": ["a", "b", "c"],
+             "unpredicted": [], "validated": False}
+    text = blog_validation(loose)
+    assert text.startswith("Caution: in its CPU form this model is not validated on this host: of 3 multi-replica "
+                           "run(s) it held for 0, and 3 could not be judged (measured more loosely than ±10 %).")
+    assert "failed" not in text
+    missed = {**loose, "missed": ["a"], "undetermined": ["b", "c"]}
+    assert blog_validation(missed).startswith("Caution: in its CPU form this model missed 1 of 3 multi-replica run(s) "
+                                              "on this host (a); it failed here")

@@ -89,6 +89,12 @@ def blog_validation(v: Optional[dict], rows: list[dict] = ()) -> str:
                 f"within ±{TOLERANCE_PCT:g} % of the measured point (the section above). The GPU form below changes one thing the "
                 f"hardware dictates: input runs on the host CPU while the GPUs compute, so the two overlap (max) "
                 f"instead of adding; contention between GPUs, which have memory of their own, is left out." + sure)
-    return (f"Caution: in its CPU form this model missed {len(v['missed'])} of {v['predicted']} multi-replica "
-            f"run(s) on this host ({', '.join(v['missed']) or 'none predicted'}); it failed here, so the "
-            f"verdict below is a bound argument from the blog's inputs, not a validated prediction." + sure)
+    if v["missed"]:
+        return (f"Caution: in its CPU form this model missed {len(v['missed'])} of {v['predicted']} multi-replica "
+                f"run(s) on this host ({', '.join(v['missed'])}); it failed here, so the verdict below is a bound "
+                f"argument from the blog's inputs, not a validated prediction." + sure)
+    return (f"Caution: in its CPU form this model is not validated on this host: of {v['tests']} multi-replica "
+            f"run(s) it held for {v['held']}, and {len(v['undetermined'])} could not be judged (measured more "
+            f"loosely than ±{TOLERANCE_PCT:g} %)"
+            + (f", {len(v['unpredicted'])} could not be predicted" if v["unpredicted"] else "")
+            + ". So the verdict below is a bound argument from the blog's inputs, not a validated prediction." + sure)

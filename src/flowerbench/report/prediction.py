@@ -192,7 +192,6 @@ def dispatch_verdict(v: dict) -> str:
              "predicted before them.")
     if v["validated"]:
         return f"With the dispatch term the model holds for all {v['held']} multi-replica run(s). {after}"
-    undetermined = (f", {len(v['undetermined'])} undetermined ({', '.join(v['undetermined'])})"
-                    if v["undetermined"] else "")
-    return (f"With the dispatch term it misses {', '.join(v['missed']) or 'none'} ({v['held']} of "
-            f"{v['predicted']} held{undetermined}). {after}")
+    undetermined = (f"; undetermined: {', '.join(v['undetermined'])}" if v["undetermined"] else "")
+    return (f"With the dispatch term, of {v['predicted']} predicted run(s) {v['held']} held; missed: "
+            f"{', '.join(v['missed']) or 'none'}{undetermined}. {after}")
