@@ -148,7 +148,7 @@ test-all: $(STAMP)
 	$(PY) -m pytest -q $(XDIST) -m "" $(PYTEST_ARGS)
 
 .PHONY: gpu-check
-## gpu-check: the blog's settings on one GPU (1 GPU + 4 logical GPUs, fit/custom, mixed precision) in <= 8 min -> reports/reference/gpu-<model>/ (needs make venv GPU=1)
+## gpu-check: the blog's settings on one GPU (1 GPU + 4 logical GPUs, fit/custom, mixed precision) in <= 8 min -> reports/reference/gpu-<model>/ (needs make venv GPU=1); GPU_CHECK_ARGS=--hypotheses on 4 GPUs: input-bound vs dispatch-bound
 gpu-check: $(STAMP)
 	$(PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
