@@ -112,6 +112,18 @@ ab: $(STAMP)
 	$(DVC) repro host fetch
 	$(PY) -m flowerbench ab $(AB_ARGS)
 
+.PHONY: predict-heldout
+## predict-heldout: the model's predictions for heldout.yaml's settings (one short probe each) -> predictions/heldout.json, to commit before make validate
+predict-heldout: $(STAMP)
+	$(DVC) repro host fetch
+	$(PY) -m flowerbench predict-heldout
+
+.PHONY: validate
+## validate: measure the held-out settings in rounds and judge the committed predictions (refuses unless committed; an hour or more) -> reports/validation/
+validate: $(STAMP)
+	$(DVC) repro host fetch
+	$(PY) -m flowerbench validate
+
 .PHONY: prune-lock
 ## prune-lock: drop dvc.lock entries of stages dvc.yaml no longer has (make reproduce does it too)
 prune-lock: $(STAMP)
