@@ -90,7 +90,7 @@ def _repo(workdir):
 def test_validate_refuses_until_the_predictions_are_committed_and_their_inputs_unchanged(workdir):
     _repo(workdir)
     proc = run_cli("validate", cwd=workdir)
-    assert proc.returncode == 3 and "refused: predictions/heldout.json: no predictions file" in proc.stderr
+    assert proc.returncode == 3 and "validate: error: predictions/heldout.json: no predictions file" in proc.stderr
     (workdir / "predictions").mkdir()
     (workdir / "predictions" / "heldout.json").write_text(json.dumps(
         {"schema_version": V.SCHEMA, "heldout_sha256": H.sha256(workdir / "heldout.yaml"),

@@ -40,7 +40,8 @@ class HeldOutError(ValueError):
 
 
 class FrozenError(RuntimeError):
-    """The predictions file is not committed and clean at HEAD."""
+    """The predictions file is not committed and clean at HEAD (or not made from these inputs)."""
+    exit_code = 3   # entry.run's exit code for it: refused, nothing measured
 
 
 class Setting(BaseModel):
