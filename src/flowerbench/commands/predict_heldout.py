@@ -8,8 +8,10 @@ HELP = ("predict every heldout.yaml setting from the committed terms and one sho
 
 def _run(args, params):
     from flowerbench import validate
+    from flowerbench.hostlock import measuring
 
-    validate.predict_heldout(params, params_path=args.params)
+    with measuring(f"held-out probes of {args.params}"):   # the probes time steps: alone on the host
+        validate.predict_heldout(params, params_path=args.params)
 
 
 main, parser = entry.command("predict-heldout", HELP, _run)
