@@ -3,13 +3,12 @@ the terms' own intervals, and the freeze check on a real git repository (no Tens
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from flowerbench import heldout, predict
-from tests.helpers.fakes import fake_terms
 from tests.conftest import REPO
+from tests.helpers.fakes import fake_terms
+from tests.helpers.git import git
 
 
 def test_the_committed_settings_load_and_name_what_they_change():
@@ -62,15 +61,9 @@ def test_a_setting_is_predicted_with_the_reference_terms_carried_over():
     assert one["seconds"] == pytest.approx(3 * (20 * 0.5 + 640 / 2000))
 
 
-def _git(repo, *args):
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)})
-
-
 def test_predictions_must_be_committed_and_clean_before_anything_is_measured(tmp_path):
     repo = tmp_path
-    _git(repo, "init", "-q")
+    git(repo, "init", "-q")
     f = repo / "predictions" / "heldout.json"
     with pytest.raises(heldout.FrozenError, match="no predictions file"):
         heldout.frozen(f, repo)
@@ -78,10 +71,10 @@ def test_predictions_must_be_committed_and_clean_before_anything_is_measured(tmp
     f.write_text('{"px64": 12.0}\n')
     with pytest.raises(heldout.FrozenError, match="not committed"):
         heldout.frozen(f, repo)
-    _git(repo, "add", "predictions/heldout.json")
+    git(repo, "add", "predictions/heldout.json")
     with pytest.raises(heldout.FrozenError, match="not committed"):     # staged is not committed
         heldout.frozen(f, repo)
-    _git(repo, "commit", "-qm", "predictions")
+    git(repo, "commit", "-qm", "predictions")
     first = heldout.frozen(f, repo)
     assert first["predictions_sha256"] == heldout.sha256(f) and first["predictions_commit"] == first["head"]
     f.write_text('{"px64": 11.0}\n')                                       # changed after the freeze
@@ -89,7 +82,7 @@ def test_predictions_must_be_committed_and_clean_before_anything_is_measured(tmp
         heldout.frozen(f, repo)
     f.write_text('{"px64": 12.0}\n')
     (repo / "other").write_text("x")
-    _git(repo, "add", "other")
-    _git(repo, "commit", "-qm", "later work")
+    git(repo, "add", "other")
+    git(repo, "commit", "-qm", "later work")
     later = heldout.frozen(f, repo)      # a later commit keeps the predictions' own commit
     assert later["predictions_commit"] == first["predictions_commit"] != later["head"]

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 import yaml
 
 from flowerbench import heldout as H, rounds as R, validate as V
 from flowerbench.config import validate as validate_params
+from tests.helpers.git import git
 from tests.conftest import run_cli, tiny_params, write_params
 from tests.helpers.fakes import add_result, fake_result, fake_results, fake_terms, per_round, write_rounds
 
@@ -55,12 +55,6 @@ def test_each_frozen_prediction_is_judged_on_the_point_beside_the_null_models(tm
     assert V.judge_setting("x", frozen, loose, 2, 10.0)[0]["verdict"] == "undetermined"
 
 
-def _git(repo, *args):
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin", "HOME": str(repo)})
-
-
 HELDOUT = {"rounds": 2, "tolerance_pct": 10,
            "settings": {"px48": {"about": "a larger image, from stand-ins of its own", "image_size": 48,
                                  "standin_px": 40, "loops": ["custom"]},
@@ -82,9 +76,9 @@ def _repo(workdir):
     terms["dispatch"] = {"2": {"seconds_beyond_terms": 0.01, "median_seconds": 0.4, "interval_seconds": [0.39, 0.42]}}
     (workdir / "results" / "model-terms.json").write_text(json.dumps(terms))
     (workdir / "heldout.yaml").write_text(yaml.safe_dump(HELDOUT))
-    _git(workdir, "init", "-q")
-    _git(workdir, "add", "params.yaml", "heldout.yaml", "results")
-    _git(workdir, "commit", "-qm", "reference")
+    git(workdir, "init", "-q")
+    git(workdir, "add", "params.yaml", "heldout.yaml", "results")
+    git(workdir, "commit", "-qm", "reference")
 
 
 def test_validate_refuses_until_the_predictions_are_committed_and_their_inputs_unchanged(workdir):
@@ -97,8 +91,8 @@ def test_validate_refuses_until_the_predictions_are_committed_and_their_inputs_u
          "terms_sha256": H.sha256(workdir / "results" / "model-terms.json")}))
     proc = run_cli("validate", cwd=workdir)
     assert proc.returncode == 3 and "not committed; commit the predictions before measuring" in proc.stderr
-    _git(workdir, "add", "predictions")
-    _git(workdir, "commit", "-qm", "predictions")
+    git(workdir, "add", "predictions")
+    git(workdir, "commit", "-qm", "predictions")
     (workdir / "heldout.yaml").write_text(yaml.safe_dump({**HELDOUT, "tolerance_pct": 25}))   # moved the goalposts
     proc = run_cli("validate", cwd=workdir)
     assert proc.returncode == 3 and "heldout.yaml: not the settings the predictions were made from" in proc.stderr
@@ -127,8 +121,8 @@ def test_predict_then_validate_for_real_on_tiny_data(workdir):
     assert json.loads((heldout_ws / "px48" / "data" / "manifest.json").read_text())["total"] > 30
     linked = heldout_ws / "batch2" / "data" / "flower_photos"      # the repo's data, read in place
     assert linked.is_symlink() and linked.resolve() == (workdir / "data" / "flower_photos").resolve()
-    _git(workdir, "add", "predictions")
-    _git(workdir, "commit", "-qm", "the predictions, before the runs")
+    git(workdir, "add", "predictions")
+    git(workdir, "commit", "-qm", "the predictions, before the runs")
     proc = run_cli("validate", cwd=workdir, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr
     out = json.loads((workdir / "reports" / "validation" / "validation.json").read_text())
