@@ -12,9 +12,9 @@ import yaml
 
 from flowerbench import heldout as H, rounds as R, validate as V
 from flowerbench.config import validate as validate_params
-from tests.helpers.git import git
 from tests.conftest import run_cli, tiny_params, write_params
 from tests.helpers.fakes import add_result, fake_result, fake_results, fake_terms, per_round, write_rounds
+from tests.helpers.git import git
 
 
 def test_a_setting_runs_each_loop_on_one_replica_and_on_n_with_its_keys_changed():
