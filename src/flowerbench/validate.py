@@ -148,8 +148,7 @@ def reference_rows(params, terms: dict) -> list[dict]:
     results = rounds.pooled()
     per_round = {r.variant: rounds.seconds(r.variant) for r in results}
     m = M.compute_metrics(results, params.report.baseline, per_round)
-    measured = {v: (x["timed_seconds"], x["timed_seconds_ci_low"], x["timed_seconds_ci_high"]) for v, x in m.items()}
-    return predict.predictions(results, terms, measured)
+    return predict.predictions(results, terms, M.measured(m))
 
 
 def probe(ws: Path, params, batch: int, deadline: Deadline) -> dict:
