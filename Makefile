@@ -112,6 +112,18 @@ ab: $(STAMP)
 	$(DVC) repro host fetch
 	$(PY) -m flowerbench ab $(AB_ARGS)
 
+.PHONY: predict-heldout
+## predict-heldout: the model's predictions for heldout.yaml's settings (one short probe each) -> predictions/heldout.json, to commit before make validate
+predict-heldout: $(STAMP)
+	$(DVC) repro host fetch
+	$(PY) -m flowerbench predict-heldout
+
+.PHONY: validate
+## validate: measure the held-out settings in rounds and judge the committed predictions (refuses unless committed; an hour or more) -> reports/validation/
+validate: $(STAMP)
+	$(DVC) repro host fetch
+	$(PY) -m flowerbench validate
+
 .PHONY: prune-lock
 ## prune-lock: drop dvc.lock entries of stages dvc.yaml no longer has (make reproduce does it too)
 prune-lock: $(STAMP)
@@ -148,7 +160,7 @@ test-all: $(STAMP)
 	$(PY) -m pytest -q $(XDIST) -m "" $(PYTEST_ARGS)
 
 .PHONY: gpu-check
-## gpu-check: the blog's settings on one GPU (1 GPU + 4 logical GPUs, fit/custom, mixed precision) in <= 8 min -> reports/reference/gpu-<model>/ (needs make venv GPU=1)
+## gpu-check: the blog's settings on one GPU (1 GPU + 4 logical GPUs, fit/custom, mixed precision) in <= 8 min -> reports/reference/gpu-<model>/ (needs make venv GPU=1); GPU_CHECK_ARGS=--hypotheses on 4 GPUs: input-bound vs dispatch-bound
 gpu-check: $(STAMP)
 	$(PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 

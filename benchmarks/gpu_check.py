@@ -15,6 +15,15 @@ real photos' typical size (320 px JPEGs), the blog's settings (ResNet50, 224 px,
 then the report.  Everything lands in reports/reference/gpu-<model>/ (results, report, figures,
 command.json with the exact command, the params and the wall time).  The whole check has a
 deadline (default 8 min, TensorFlow start-up included): past it every run is killed.
+
+    .venv/bin/python benchmarks/gpu_check.py --hypotheses [--rounds 2] [--images 3670] [--deadline 3600]
+
+separates the report's two hypotheses for the blog's 4-GPU times (input-bound against
+dispatch-bound) on a host with 4 GPUs: the blog's two 4-GPU runs (fit, and the custom loop with its
+whole-epoch graph) from JPEG files decoded every epoch (cache off, as the blog) and from in-memory
+tensors, beside single_fit on one GPU, in interleaved rounds (`rounds`, the order balanced).
+Input-bound: from tensors both fall to the compute + all-reduce floor and meet.  Dispatch-bound:
+fit stays above the custom loop, tensors or not.  Lands in reports/reference/gpu-<model>-hypotheses/.
 No GPU run of this script has been made by the project yet.
 """
 
@@ -39,6 +48,13 @@ from flowerbench.host import visible_gpus  # noqa: E402  (imports no TensorFlow)
 PY = sys.executable
 RUNS = {"single_fit": ("fit", 1, False), "logical4_fit": ("fit", 4, False),
         "logical4_custom": ("custom", 4, False), "single_fit_mp": ("fit", 1, True)}
+# --hypotheses: the blog's 4-GPU runs from files and from in-memory tensors, on 4 real GPUs
+HYPOTHESES = {"single_fit": {"loop": "fit", "replicas": 1},
+              "mirrored_fit": {"loop": "fit", "replicas": 4},
+              "mirrored_custom": {"loop": "custom", "replicas": 4},
+              "mirrored_fit_tensors": {"loop": "fit", "replicas": 4, "pipeline": "tensors"},
+              "mirrored_custom_tensors": {"loop": "custom", "replicas": 4, "pipeline": "tensors"}}
+HYPOTHESES_GPUS = 4
 
 
 def refuse(msg: str) -> int:
@@ -57,6 +73,17 @@ def params_for(images: int, mixed_precision: bool, variants: dict) -> dict:
             "report": {"baseline": next(iter(variants))}}
 
 
+def hypotheses_params(images: int, rounds: int) -> dict:
+    """The blog's settings on 4 real GPUs (no emulation), its pipeline decoding every JPEG every epoch
+    (cache off) and its whole-epoch custom graph, measured in interleaved rounds."""
+    p = params_for(images, False, HYPOTHESES)
+    p["data"]["cache"] = False
+    p["train"]["emulate"] = False
+    p["rounds"] = {"count": rounds}
+    p["report"]["baseline"] = "single_fit"
+    return p
+
+
 def run(cmd: list[str], cwd: Path, deadline: Deadline) -> None:
     if deadline.expired():
         raise TimeoutError("the check's deadline passed before this run started")
@@ -72,14 +99,25 @@ def run(cmd: list[str], cwd: Path, deadline: Deadline) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--images", type=int, default=1280)
-    ap.add_argument("--deadline", type=float, default=480.0, help="seconds for the whole check")
-    ap.add_argument("--out", type=Path, help="default: reports/reference/gpu-<model>")
+    ap.add_argument("--deadline", type=float,
+                    help="seconds for the whole check (default 480; with --hypotheses 3600)")
+    ap.add_argument("--out", type=Path, help="default: reports/reference/gpu-<model>[-hypotheses]")
+    ap.add_argument("--hypotheses", action="store_true",
+                    help="input-bound against dispatch-bound: the blog's 4-GPU runs from files and from tensors")
+    ap.add_argument("--rounds", type=int, default=2, help="--hypotheses: interleaved rounds (at least 2)")
     a = ap.parse_args()
+    a.deadline = a.deadline or (3600.0 if a.hypotheses else 480.0)
     t0 = time.monotonic()
     gpus = visible_gpus()
     if not gpus:
-        return refuse("no NVIDIA GPU visible on this host (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides "
-                      "them); this check needs one GPU and `make venv GPU=1`. No GPU run was made.")
+        need = f"{HYPOTHESES_GPUS} GPUs" if a.hypotheses else "one GPU"
+        return refuse(f"no NVIDIA GPU visible on this host (nvidia-smi lists none, or CUDA_VISIBLE_DEVICES hides "
+                      f"them); this check needs {need} and `make venv GPU=1`. No GPU run was made.")
+    if a.hypotheses and len(gpus) < HYPOTHESES_GPUS:
+        return refuse(f"--hypotheses needs {HYPOTHESES_GPUS} GPUs (the blog's); this host shows {len(gpus)}. "
+                      f"No GPU run was made.")
+    if a.hypotheses and a.rounds < 2:
+        return refuse("--rounds: at least 2 (an interval needs two rounds)")
     import yaml
 
     probe = subprocess.run([PY, "-c", "import tensorflow as tf; g = tf.config.list_physical_devices('GPU'); "
@@ -89,9 +127,15 @@ def main() -> int:
     if probe.returncode != 0 or not model:
         return refuse("nvidia-smi sees a GPU but TensorFlow does not: install the GPU lock (`make venv GPU=1`, "
                       "requirements-gpu.lock) and check the driver")
-    out = a.out or REPO / "reports" / "reference" / ("gpu-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-"))
+    out = a.out or REPO / "reports" / "reference" / ("gpu-" + re.sub(r"[^a-z0-9]+", "-", model.lower()).strip("-")
+                                                     + ("-hypotheses" if a.hypotheses else ""))
     work = Path(tempfile.mkdtemp(prefix="flowerbench-gpu-check-"))
     deadline = Deadline(a.deadline)
+    if a.hypotheses:
+        try:
+            return hypotheses(a, work, out, model, gpus, deadline, t0)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     try:
         main_variants = {n: {"loop": loop, "replicas": r} for n, (loop, r, mp) in RUNS.items() if not mp}
         mp_variants = {n: {"loop": loop, "replicas": r} for n, (loop, r, mp) in RUNS.items() if mp}
@@ -122,6 +166,37 @@ def main() -> int:
         return 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def hypotheses(a, work: Path, out: Path, model: str, gpus: list, deadline: Deadline, t0: float) -> int:
+    """fetch, the rounds, the report in a scratch directory; copied to `out` only when all succeeded."""
+    import yaml
+
+    try:
+        (work / "params.yaml").write_text(yaml.safe_dump(hypotheses_params(a.images, a.rounds), sort_keys=False))
+        flowerbench = [PY, "-m", "flowerbench"]
+        for step in ("fetch", "rounds", "report"):
+            run([*flowerbench, step], work, deadline)
+        staged = work / "out"
+        staged.mkdir()
+        shutil.copytree(work / "results", staged / "results")
+        for f in ("report.md", "report.html", "metrics.json"):
+            shutil.copy(work / "reports" / f, staged / f)
+        shutil.copy(work / "params.yaml", staged / "params.yaml")
+        (staged / "command.json").write_text(json.dumps(
+            {"command": [PY, *sys.argv], "gpu_model": model, "visible_gpus": gpus, "images": a.images,
+             "rounds": a.rounds, "wall_seconds": time.monotonic() - t0, "deadline_seconds": a.deadline},
+            indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staged), out)
+        print(f"[gpu-check] {model}: the hypotheses' {len(HYPOTHESES)} runs x {a.rounds} rounds in "
+              f"{time.monotonic() - t0:.0f} s -> {out}")
+        return 0
+    except (TimeoutError, RuntimeError) as exc:
+        print(f"flowerbench gpu-check: error: {exc}; nothing written to {out}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

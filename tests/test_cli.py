@@ -8,7 +8,8 @@ from flowerbench.cli import build_parser, command_parser
 from flowerbench.entry import one_line
 from tests.conftest import run_cli
 
-STAGES = ["fetch", "train", "report", "worker", "launch", "terms", "probe", "preflight", "exp-args"]
+STAGES = ["fetch", "train", "report", "worker", "launch", "terms", "probe", "preflight", "exp-args",
+          "predict-heldout", "validate"]
 
 
 @pytest.mark.parametrize("stage", STAGES)

@@ -98,10 +98,34 @@ def test_blog_model_arithmetic():
     assert m["blog_implied_images_per_second"] == pytest.approx({"mirrored_fit": 36700 / 41.66,
                                                                  "mirrored_custom": 36700 / 35.88})
     assert m["cores_needed_ours"] == pytest.approx(36700 / (27.645 + 150 * 0.0038) / 704)
-    _, verdict = blog_model_text(m, p.scaling_model, p.blog_seconds)
+    _, verdict = blog_model_text(m, p.scaling_model, p.blog_seconds, tie=15.0)
     text = " ".join(verdict)
-    assert "They correspond to 1023 and 881 decoded images/s, within the 800-1359 img/s" in text
-    assert "The input pipeline (every JPEG decoded every epoch, the map sequential) is the likely bound." in text
+    assert "The times correspond to 1023 and 881 decoded images/s, within the 800-1359 img/s" in text
+    # 35.88 s is 17.6 % above the 30.5-s floor: outside a 15 % tie, inside a 21 % one
+    assert "(mirrored_custom -15 %, mirrored_fit -27 %): within the tie of ±15 % it explains neither." in text
+    wide = " ".join(blog_model_text(m, p.scaling_model, p.blog_seconds, tie=21.0)[1])
+    assert "within the tie of ±21 % it explains mirrored_custom, not mirrored_fit." in wide
+
+
+def test_the_blog_hypotheses_on_its_own_numbers_and_one_tie_rule():
+    """Input-bound predicts fit / custom = 1, dispatch-bound above 1 with the custom loop near the
+    compute + all-reduce floor; the blog's 1.16 separates them only when the tie is narrower than 16 %."""
+    from flowerbench.config import Params
+    from flowerbench import blog
+
+    p = Params().report
+    m = blog.model(p.blog_seconds, p.scaling_model)
+    assert blog.tie_pct([-10.0, -21.1]) == pytest.approx(21.1) and blog.tie_pct([3.0]) == 15.0
+    wide = blog.hypotheses(p.blog_seconds, m, 21.1)
+    assert wide["fit_over_custom"] == pytest.approx(41.66 / 35.88) and wide["ratio_is_a_tie"]
+    assert wide["input_bound_consistent"] and wide["dispatch_bound_consistent"]
+    floor = 27.645 + 150 * 0.0189
+    fit = wide["runs"]["mirrored_fit"]
+    assert fit["residual_per_step_seconds"] == pytest.approx(((41.66 - floor) / 150, (41.66 - 27.645 - 0.57) / 150))
+    assert not fit["compute_explains"] and wide["runs"]["mirrored_custom"]["compute_explains"]
+    narrow = blog.hypotheses(p.blog_seconds, m, 15.0)
+    assert not narrow["ratio_is_a_tie"] and not narrow["input_bound_consistent"]
+    assert not narrow["dispatch_bound_consistent"]   # 35.88 s is 17.6 % above the floor: not near it
 
 
 def test_findings_say_faster_slower_or_not_distinguishable_by_the_one_rule():

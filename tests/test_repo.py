@@ -222,3 +222,12 @@ def test_gpu_check_refuses_at_once_without_a_gpu(tmp_path):
                                                      for n in names}))
         assert (p.data.image_size, p.train.batch_size_per_replica, p.train.mixed_precision) == (224, 64, mp)
         assert [v.name for v in p.all_variants()] == names
+    # --hypotheses: 4 real GPUs, the blog's pipeline (cache off) and whole-epoch graph, files and tensors
+    h = validate(gpu_check.hypotheses_params(3670, 2))
+    assert (h.data.cache, h.train.emulate, h.train.custom_graph, h.rounds.count) == (False, False, "epoch", 2)
+    assert {v.name: (v.loop, v.replicas, v.pipeline) for v in h.all_variants()} == {
+        "single_fit": ("fit", 1, None), "mirrored_fit": ("fit", 4, None), "mirrored_custom": ("custom", 4, None),
+        "mirrored_fit_tensors": ("fit", 4, "tensors"), "mirrored_custom_tensors": ("custom", 4, "tensors")}
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--hypotheses"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert proc.returncode == 2 and "this check needs 4 GPUs and `make venv GPU=1`. No GPU run was made." in proc.stderr

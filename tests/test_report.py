@@ -350,6 +350,9 @@ def test_the_model_is_tested_on_this_host_before_it_explains_the_blog(workdir):
     assert "s in the compute term, one replica's step of each loop from its in-memory-tensors twin in the rounds: " \
            "custom 248 ms (from single_custom_tensors)" in section
     assert "](../" not in md                   # no link that breaks in a copy under reports/reference/
+    # the figure: predicted terms against measured, the null models marked
+    assert (workdir / "reports" / "figures" / "model.png").stat().st_size > 10_000
+    assert "the null models from the 1-replica run of the same loop marked x (no speed-up) and + (linear)" in md
     # the term the misses pointed to, measured and added to the in-process runs only
     assert "| mirrored_custom | 20 | 49.14 | 51.46 | 50.00 | +2.9% | holds |" in section
     assert "dispatch (d_2, measured after the four terms missed)" in section

@@ -27,7 +27,8 @@ from typing import Optional, Sequence
 
 from . import entry
 
-STAGE_COMMANDS = ("host", "fetch", "rounds", "train", "report", "worker", "launch", "terms", "probe", "ab")
+STAGE_COMMANDS = ("host", "fetch", "rounds", "train", "report", "worker", "launch", "terms", "probe", "ab",
+                  "predict-heldout", "validate")
 
 
 def _preflight(args, params):
@@ -73,7 +74,7 @@ TOOLS = {"preflight": _preflight, "exp-args": _exp_args, "measured": _measured, 
 
 
 def _command(name: str):
-    return importlib.import_module(f"flowerbench.commands.{name}")
+    return importlib.import_module(f"flowerbench.commands.{name.replace('-', '_')}")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -87,6 +87,11 @@ def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, l
     return out
 
 
+def measured(metrics: dict) -> dict[str, tuple]:
+    """variant -> (seconds, 95 % low, high) over rounds: what the model's predictions are judged against."""
+    return {v: (m["timed_seconds"], m["timed_seconds_ci_low"], m["timed_seconds_ci_high"]) for v, m in metrics.items()}
+
+
 def pathological(single: Result) -> bool:
     """A baseline known to run far below its hardware: the blog's whole-epoch custom graph on one
     replica (one tf.function per epoch; 2.7x slower than one per step on CPU, docs/performance.md).

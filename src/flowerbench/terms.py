@@ -63,12 +63,12 @@ def study_replicas(params: Params, usable: int) -> list[int]:
 
 
 def _probe(kind: str, cores: list[int], params_path: str, *, replicas: int = 1, count: int, batch: int,
-           env: Optional[dict] = None) -> subprocess.Popen:
+           env: Optional[dict] = None, cwd: Optional[Path] = None) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "flowerbench.commands.probe", kind, "--params", params_path, "--cores",
            ",".join(map(str, cores)), "--replicas", str(replicas), "--count", str(count), "--batch", str(batch),
            "--input-epochs", str(INPUT_EPOCHS)]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env=env)
+                            start_new_session=True, env=env, cwd=cwd)
 
 
 def _name(p: subprocess.Popen) -> str:

@@ -166,10 +166,8 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     audit = blog.audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
     ceiling = M.input_ceiling(results, per_round)
     df = M.tidy(results)
-    figs = figures(results, metrics, df, params.report, run_kind_label(results), audit)
-    measured = {v: (m["timed_seconds"], m["timed_seconds_ci_low"], m["timed_seconds_ci_high"])
-                for v, m in metrics.items()}
-    rows = predict.predictions(results, terms, measured)
+    rows = predict.predictions(results, terms, M.measured(metrics))
+    figs = figures(results, metrics, df, params.report, run_kind_label(results), audit, rows)
     md = markdown(rounds, results, metrics, variance, audit, ceiling, figs, params, warnings, here, terms, rows)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 

@@ -39,15 +39,58 @@ def _style():
 
 
 def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind_label: str,
-            audit: list[dict]) -> dict[str, tuple[bytes, str]]:
+            audit: list[dict], predicted: list[dict] = ()) -> dict[str, tuple[bytes, str]]:
     """Every figure that has something to show: file name -> (png, caption)."""
     order, dpi, base = [r.variant for r in results], report.figure_dpi, report.baseline
     drawn = {"timed_seconds.png": timed_seconds(results, metrics, base, kind_label, dpi),
              "vs_blog.png": vs_blog(metrics, audit, kind_label, dpi),
              "reduction.png": reduction(order, metrics, audit, base, dpi),
              "epoch_seconds.png": epoch_seconds(df, order, dpi),
-             "scaling.png": scaling(results, metrics, audit, base, kind_label, dpi)}
+             "scaling.png": scaling(results, metrics, audit, base, kind_label, dpi),
+             "model.png": model_vs_measured(list(predicted), kind_label, dpi)}
     return {name: fig for name, fig in drawn.items() if fig is not None}
+
+
+def model_vs_measured(rows: list[dict], kind_label: str, dpi: int) -> Figure:
+    """Every predicted multi-replica run: the prediction as stacked terms (compute, all-reduce, input;
+    the dispatch term hatched on top where it was measured) beside the measured point with its 95 %
+    interval, the two null models marked."""
+    from ..predict import predicted_tests
+
+    tests = predicted_tests(rows)
+    if not tests:
+        return None
+    plt, _, _, colors = _style()
+    fig, ax = plt.subplots(figsize=(max(6.5, 2.2 * len(tests)), 4.6))
+    x = list(range(len(tests)))
+    bottom = [0.0] * len(tests)
+    for part, color in zip(("compute", "allreduce", "input"), colors):
+        h = [r["terms_seconds"][part] for r in tests]
+        ax.bar([i - 0.18 for i in x], h, width=0.34, bottom=bottom, color=color, label=f"predicted: {part}")
+        bottom = [b + v for b, v in zip(bottom, h)]
+    extra = [r.get("predicted_with_dispatch_seconds", r["predicted_seconds"]) - r["predicted_seconds"] for r in tests]
+    if any(extra):
+        ax.bar([i - 0.18 for i in x], extra, width=0.34, bottom=bottom, color="white", edgecolor="grey",
+               hatch="//", label="dispatch (measured after the misses)")
+    med = [r["measured_seconds"] for r in tests]
+    lo = [r["measured_low"] if r["measured_low"] is not None else m for r, m in zip(tests, med)]
+    hi = [r["measured_high"] if r["measured_high"] is not None else m for r, m in zip(tests, med)]
+    ax.errorbar([i + 0.18 for i in x], med, yerr=[[m - l for m, l in zip(med, lo)], [h - m for m, h in zip(med, hi)]],
+                fmt="o", color="black", capsize=5, label="measured (95% interval over rounds)")
+    for key, marker, words in (("no_speedup", "x", "null: no speed-up"), ("linear", "+", "null: linear")):
+        pts = [(i + 0.18, r["nulls"][key]["predicted_seconds"]) for i, r in zip(x, tests) if r.get("nulls")]
+        if pts:
+            ax.scatter(*zip(*pts), marker=marker, s=80, color="grey", zorder=3, label=words)
+    ax.set_xticks(x, [f"{r['variant']}\n{r['verdict']}" for r in tests])
+    ax.set_ylabel("timed seconds")
+    ax.set_ylim(0, max(hi + bottom + [b + e for b, e in zip(bottom, extra)]) * 1.25)
+    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    ax.set_title("The model: predicted terms (left bar) against measured (right)", fontsize=11)
+    ax.text(0.0, -0.2, kind_label, transform=ax.transAxes, fontsize=8, color="grey")
+    return (_png(fig, dpi), "Each multi-replica run's prediction as stacked terms (the dispatch term hatched, "
+                                "where it was measured) beside its measured point and 95% interval over rounds; "
+                                "the null models from the 1-replica run of the same loop marked x (no speed-up) "
+                                "and + (linear). Under each run, the verdict on the point.")
 
 
 def timed_seconds(results: list[Result], metrics: dict, base: str, kind_label: str, dpi: int) -> Figure:

@@ -1,0 +1,154 @@
+"""Held-out settings: the model's predictions for settings no multi-replica term was measured at,
+frozen in a commit before the runs they predict (docs/model.md, "Held out").
+
+This module is the part that needs no TensorFlow and no measurement:
+
+  heldout.yaml              the settings (their own file: editing one reruns no DVC stage, and the
+                            terms stage never reads it), the rounds and the tolerance
+  load(path)                that file, validated (unknown keys are errors, as in params.yaml)
+  overrides(setting)        the -S style params a setting changes (data.*, train.*)
+  predict_setting(...)      one setting's prediction with its interval: the CPU form with the
+                            reference terms carried over (contention, all-reduce, dispatch) and
+                            the setting's own one-replica step and input rate
+  frozen(path)              the predictions file's sha256 and the commit that holds it, or
+                            FrozenError when it is untracked, changed, or not committed at HEAD
+
+The interval of a prediction is the range of the CPU form over the terms' own 95 % intervals,
+every term at the extreme that moves the total the same way (the form is monotone in each):
+wider than a propagated interval, so a conservative one.  Nothing measured after the file is
+committed may change it; the command that measures the held-out settings refuses to run unless
+frozen() holds, and writes its sha256 and commit into each result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from pathlib import Path
+from typing import Literal, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .predict import cpu_epoch
+
+SCHEMA = 1
+
+
+class HeldOutError(ValueError):
+    """heldout.yaml is missing, not YAML, or not a valid set of settings."""
+
+
+class FrozenError(RuntimeError):
+    """The predictions file is not committed and clean at HEAD (or not made from these inputs)."""
+    exit_code = 3   # entry.run's exit code for it: refused, nothing measured
+
+
+class Setting(BaseModel):
+    """One held-out setting: what it changes from params.yaml, and the runs it predicts."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    about: str = ""
+    image_size: Optional[int] = Field(None, ge=32, le=512)
+    max_images: Optional[int] = Field(None, ge=1)
+    batch_size_per_replica: Optional[int] = Field(None, ge=1, le=1024)
+    scaling: Optional[Literal["weak", "strong"]] = None
+    cache: Optional[bool] = None
+    standin_px: Optional[int] = Field(None, ge=8, le=512)
+    loops: tuple[Literal["fit", "custom"], ...] = ("fit", "custom")
+
+
+class HeldOut(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rounds: int = Field(2, ge=2, le=50)           # interleaved rounds per setting (an interval needs 2)
+    tolerance_pct: float = Field(10.0, gt=0, le=100)
+    settings: dict[str, Setting] = Field(min_length=1)
+
+
+def load(path: Path) -> HeldOut:
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise HeldOutError(f"{path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise HeldOutError(f"{path}: not YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+    try:
+        return HeldOut.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise HeldOutError(f"{path}: {where}: {first['msg']}") from None
+
+
+SECTION = {"image_size": "data", "max_images": "data", "cache": "data", "standin_px": "data",
+           "batch_size_per_replica": "train", "scaling": "train"}
+
+
+def overrides(setting: Setting) -> dict[str, object]:
+    """The params keys a setting changes, as `dvc exp run -S` would name them."""
+    return {f"{SECTION[k]}.{k}": v for k, v in setting.model_dump().items() if k in SECTION and v is not None}
+
+
+def _term(iv: Optional[list], median: float) -> tuple[float, float]:
+    if not iv or iv[0] is None or iv[1] is None:
+        return median, median
+    return min(iv[0], median), max(iv[1], median)
+
+
+def predict_setting(terms: dict, step: tuple[float, float, float], rate: tuple[float, float, float], *,
+                    replicas: int, cores_per_replica: int, steps: int, images: int, epochs: int,
+                    dispatch: bool) -> dict:
+    """One held-out run's timed seconds: the CPU form with the setting's own one-replica step and
+    input rate (`step`, `rate`: median, 95 % low, high, from probes at that setting) and the reference
+    terms carried over for N replicas: contention, the all-reduce and, for an in-process run, the
+    dispatch term.  Returns the point, the conservative interval and the terms in seconds."""
+    n = str(replicas)
+    kappa = terms["contention"][n]["factor"] if replicas > 1 else 1.0
+    a = terms["allreduce"][n] if replicas > 1 else None
+    a_mid = a["median_seconds"] if a else 0.0
+    a_lo, a_hi = _term(a.get("interval_seconds"), a_mid) if a else (0.0, 0.0)
+    d = terms.get("dispatch", {}).get(n) if dispatch and replicas > 1 else None
+    d_mid, d_lo, d_hi = 0.0, 0.0, 0.0
+    if d:   # the dispatch term's spread is its whole step's, less the medians it was computed against
+        w_lo, w_hi = _term(d.get("interval_seconds"), d["median_seconds"])
+        d_mid = d["seconds_beyond_terms"]
+        d_lo, d_hi = d_mid + w_lo - d["median_seconds"], d_mid + w_hi - d["median_seconds"]
+
+    def total(s: float, r: float, ar: float, dd: float) -> dict:
+        e = cpu_epoch(steps, images, replicas, cores_per_replica, s, kappa, ar, r)
+        return {**{k: epochs * v for k, v in e.items()}, "dispatch": epochs * steps * dd,
+                "seconds": epochs * (e["total"] + steps * dd)}
+
+    mid = total(step[0], rate[0], a_mid, d_mid)
+    low = total(step[1], rate[2], a_lo, max(0.0, d_lo))     # fastest: short step, fast input
+    high = total(step[2], rate[1], a_hi, d_hi)
+    return {"seconds": mid["seconds"], "low": low["seconds"], "high": high["seconds"],
+            "terms_seconds": {k: mid[k] for k in ("compute", "allreduce", "input", "dispatch")},
+            "carried": {"contention": kappa, "allreduce_seconds": a_mid, "dispatch_seconds": d_mid}}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def frozen(path: Path, repo: Path) -> dict:
+    """The predictions file's sha256 and the commit that last changed it, when it is tracked and
+    committed at HEAD with no change since; FrozenError (naming the fix) otherwise."""
+    path, repo = Path(path), Path(repo)
+    rel = str(path.resolve().relative_to(repo.resolve()))
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=30)
+
+    if not path.exists():
+        raise FrozenError(f"{rel}: no predictions file; write it (make predict-heldout) and commit it first")
+    if git("cat-file", "-e", f"HEAD:{rel}").returncode != 0:
+        raise FrozenError(f"{rel}: not committed; commit the predictions before measuring what they predict")
+    if git("diff", "--quiet", "HEAD", "--", rel).returncode != 0:
+        raise FrozenError(f"{rel}: changed since HEAD; commit it (or restore it) before measuring")
+    commit = git("log", "-1", "--format=%H", "--", rel).stdout.strip()
+    head = git("rev-parse", "HEAD").stdout.strip()
+    return {"predictions_sha256": sha256(path), "predictions_commit": commit, "head": head}

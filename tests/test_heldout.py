@@ -1,0 +1,88 @@
+"""Held-out settings (heldout.py): the settings file, one setting's prediction and its interval from
+the terms' own intervals, and the freeze check on a real git repository (no TensorFlow)."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowerbench import heldout, predict
+from tests.conftest import REPO
+from tests.helpers.fakes import fake_terms
+from tests.helpers.git import git
+
+
+def test_the_committed_settings_load_and_name_what_they_change():
+    h = heldout.load(REPO / "heldout.yaml")
+    assert h.rounds >= 2 and h.tolerance_pct == 10
+    assert len(h.settings) >= 6                       # the issue's floor
+    assert heldout.overrides(h.settings["px224"]) == {"data.image_size": 224, "data.max_images": 128}
+    assert heldout.overrides(h.settings["input_on"]) == {"data.cache": False, "data.standin_px": 512}
+    assert heldout.overrides(h.settings["strong"]) == {"train.scaling": "strong"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("settings: {a: {image_size: 16}}", "settings.a.image_size: Input should be greater than or equal to 32"),
+    ("settings: {a: {colour: red}}", "settings.a.colour: Extra inputs are not permitted"),
+    ("rounds: 1\nsettings: {a: {}}", "rounds: Input should be greater than or equal to 2"),
+    ("settings: {}", "settings: Dictionary should have at least 1 item"),
+    ("settings: [", "not YAML"),
+])
+def test_a_bad_settings_file_is_refused_in_one_line_naming_the_key(tmp_path, text, message):
+    f = tmp_path / "heldout.yaml"
+    f.write_text(text)
+    with pytest.raises(heldout.HeldOutError) as exc:
+        heldout.load(f)
+    assert str(exc.value).startswith(f"{f}: ") and message in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_setting_is_predicted_with_the_reference_terms_carried_over():
+    """Its own one-replica step and input rate, the reference's contention and all-reduce: the CPU
+    form, as predict.cpu_epoch; the interval spans the terms' own intervals, the point inside it."""
+    terms = fake_terms()   # kappa_2 1.25, a_2 50 ms, rho 1000 img/s per core
+    step, rate = (0.5, 0.45, 0.55), (2000.0, 1800.0, 2200.0)
+    p = heldout.predict_setting(terms, step, rate, replicas=2, cores_per_replica=1, steps=10, images=640,
+                                epochs=3, dispatch=False)
+    e = predict.cpu_epoch(10, 640, 2, 1, 0.5, 1.25, 0.05, 2000.0)
+    assert p["seconds"] == pytest.approx(3 * e["total"])
+    assert p["terms_seconds"] == pytest.approx({"compute": 3 * 10 * 1.25 * 0.5, "allreduce": 3 * 10 * 0.05,
+                                                "input": 3 * 640 / 4000, "dispatch": 0.0})
+    lo = 3 * predict.cpu_epoch(10, 640, 2, 1, 0.45, 1.25, 0.05, 2200.0)["total"]
+    hi = 3 * predict.cpu_epoch(10, 640, 2, 1, 0.55, 1.25, 0.05, 1800.0)["total"]
+    assert (p["low"], p["high"]) == (pytest.approx(lo), pytest.approx(hi)) and lo < p["seconds"] < hi
+    # an in-process run carries the dispatch term, its spread the whole step's
+    terms["dispatch"] = {"2": {"seconds_beyond_terms": 0.1, "median_seconds": 0.8, "interval_seconds": [0.75, 0.9]}}
+    d = heldout.predict_setting(terms, step, rate, replicas=2, cores_per_replica=1, steps=10, images=640,
+                                epochs=3, dispatch=True)
+    assert d["seconds"] == pytest.approx(p["seconds"] + 3 * 10 * 0.1)
+    assert d["high"] == pytest.approx(hi + 3 * 10 * 0.2) and d["low"] == pytest.approx(lo + 3 * 10 * 0.05)
+    one = heldout.predict_setting(terms, step, rate, replicas=1, cores_per_replica=1, steps=20, images=640,
+                                  epochs=3, dispatch=True)
+    assert one["terms_seconds"]["allreduce"] == one["terms_seconds"]["dispatch"] == 0.0
+    assert one["seconds"] == pytest.approx(3 * (20 * 0.5 + 640 / 2000))
+
+
+def test_predictions_must_be_committed_and_clean_before_anything_is_measured(tmp_path):
+    repo = tmp_path
+    git(repo, "init", "-q")
+    f = repo / "predictions" / "heldout.json"
+    with pytest.raises(heldout.FrozenError, match="no predictions file"):
+        heldout.frozen(f, repo)
+    f.parent.mkdir()
+    f.write_text('{"px64": 12.0}\n')
+    with pytest.raises(heldout.FrozenError, match="not committed"):
+        heldout.frozen(f, repo)
+    git(repo, "add", "predictions/heldout.json")
+    with pytest.raises(heldout.FrozenError, match="not committed"):     # staged is not committed
+        heldout.frozen(f, repo)
+    git(repo, "commit", "-qm", "predictions")
+    first = heldout.frozen(f, repo)
+    assert first["predictions_sha256"] == heldout.sha256(f) and first["predictions_commit"] == first["head"]
+    f.write_text('{"px64": 11.0}\n')                                       # changed after the freeze
+    with pytest.raises(heldout.FrozenError, match="changed since HEAD"):
+        heldout.frozen(f, repo)
+    f.write_text('{"px64": 12.0}\n')
+    (repo / "other").write_text("x")
+    git(repo, "add", "other")
+    git(repo, "commit", "-qm", "later work")
+    later = heldout.frozen(f, repo)      # a later commit keeps the predictions' own commit
+    assert later["predictions_commit"] == first["predictions_commit"] != later["head"]
