@@ -73,7 +73,8 @@ def _repo(workdir):
     p["multiworker"] = {"workers": 2}
     write_params(workdir / "params.yaml", p)
     terms = fake_terms()
-    terms["dispatch"] = {"2": {"seconds_beyond_terms": 0.01, "median_seconds": 0.4, "interval_seconds": [0.39, 0.42]}}
+    terms["dispatch"] = {"2": {"seconds_beyond_terms": 0.01, "median_seconds": 0.4, "interval_seconds": [0.39, 0.42],
+                               "cores": [0, 1]}}
     (workdir / "results" / "model-terms.json").write_text(json.dumps(terms))
     (workdir / "heldout.yaml").write_text(yaml.safe_dump(HELDOUT))
     git(workdir, "init", "-q")
@@ -126,8 +127,8 @@ def test_predict_then_validate_for_real_on_tiny_data(workdir):
     proc = run_cli("validate", cwd=workdir, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr
     out = json.loads((workdir / "reports" / "validation" / "validation.json").read_text())
-    assert [(r["setting"], r["loop"], r["rounds"]) for r in out["rows"]] == [("px48", "custom", 2),
-                                                                               ("batch2", "custom", 2)]
+    assert sorted((r["setting"], r["loop"], r["rounds"]) for r in out["rows"]) == [("batch2", "custom", 2),
+                                                                                    ("px48", "custom", 2)]
     sha = H.sha256(workdir / "predictions" / "heldout.json")
     assert all(r["predictions_sha256"] == sha and r["predictions_commit"] == out["frozen"]["head"]
                for r in out["rows"])
