@@ -86,3 +86,39 @@ def test_predictions_must_be_committed_and_clean_before_anything_is_measured(tmp
     git(repo, "commit", "-qm", "later work")
     later = heldout.frozen(f, repo)      # a later commit keeps the predictions' own commit
     assert later["predictions_commit"] == first["predictions_commit"] != later["head"]
+
+
+def test_k_steps_per_call_pay_the_dispatch_term_once_per_call():
+    """The what-if, predicted before it is built: S/k calls an epoch, each paying d once; the rest of
+    the epoch as the CPU form has it.  k must divide the steps."""
+    terms = {**fake_terms(), "dispatch": {"2": {"seconds_beyond_terms": 0.25}}}
+    p = heldout.ksteps(terms, 0.6, replicas=2, cores_per_replica=1, steps=15, images=960, epochs=3,
+                       input_rate=20000.0, ks=[1, 3, 5, 15])
+    rest = predict.cpu_epoch(15, 960, 2, 1, 0.6, 1.25, 0.05, 20000.0)["total"]
+    assert p["by_k"]["1"]["seconds"] == pytest.approx(3 * (rest + 15 * 0.25))
+    assert p["by_k"]["15"]["seconds"] == pytest.approx(3 * (rest + 0.25))
+    assert p["by_k"]["5"]["calls_per_epoch"] == 3 and p["by_k"]["1"]["over_smallest_k"] == 1.0
+    assert p["by_k"]["15"]["over_smallest_k"] == pytest.approx((rest + 0.25) / (rest + 15 * 0.25))
+    one = heldout.ksteps(terms, 0.6, replicas=1, cores_per_replica=1, steps=30, images=960, epochs=3,
+                         input_rate=20000.0, ks=[1, 30])
+    assert one["by_k"]["30"]["seconds"] == one["by_k"]["1"]["seconds"]     # one replica: no dispatch term
+    with pytest.raises(ValueError, match=r"k must divide the 15 steps per epoch; \[4\] do not"):
+        heldout.ksteps(terms, 0.6, replicas=2, cores_per_replica=1, steps=15, images=960, epochs=3,
+                       input_rate=20000.0, ks=[1, 4])
+
+
+def test_the_ksteps_prediction_is_written_from_the_committed_terms_and_rounds(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "ksteps.json"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "ksteps.py"), "--out", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    p = json.loads(out.read_text())
+    by_k = p["n_replicas"]["by_k"]
+    assert list(by_k) == ["1", "3", "5", "15"] and p["n_replicas"]["steps_per_epoch"] == 15
+    assert by_k["1"]["seconds"] > by_k["3"]["seconds"] > by_k["15"]["seconds"]   # fewer calls, less dispatch
+    assert p["terms_sha256"] == heldout.sha256(REPO / "results" / "model-terms.json")
+    assert len({v["seconds"] for v in p["one_replica"]["by_k"].values()}) == 1    # no dispatch on one replica

@@ -152,3 +152,29 @@ def frozen(path: Path, repo: Path) -> dict:
     commit = git("log", "-1", "--format=%H", "--", rel).stdout.strip()
     head = git("rev-parse", "HEAD").stdout.strip()
     return {"predictions_sha256": sha256(path), "predictions_commit": commit, "head": head}
+
+
+def ksteps(terms: dict, step_s: float, *, replicas: int, cores_per_replica: int, steps: int, images: int,
+           epochs: int, input_rate: float, ks: list[int]) -> dict:
+    """The what-if of k training steps per graph call of the custom loop, predicted before it is built:
+    the compute, all-reduce and input terms as now, the dispatch term (the host's work of driving N
+    replicas through one call) paid once per call, so S/k times an epoch instead of S.  For the
+    unrolled form (k copies of the step traced into one tf.function; trace time x k); a tf.range
+    loop would be the graph while-loop that ran 2.7x slower on one CPU replica, which this form does
+    not predict.  k must divide the steps per epoch."""
+    bad = [k for k in ks if k < 1 or steps % k]
+    if bad:
+        raise ValueError(f"k must divide the {steps} steps per epoch; {bad} do not")
+    n = str(replicas)
+    d = terms.get("dispatch", {}).get(n, {}).get("seconds_beyond_terms", 0.0) if replicas > 1 else 0.0
+    base = cpu_epoch(steps, images, replicas, cores_per_replica, step_s,
+                     terms["contention"][n]["factor"] if replicas > 1 else 1.0,
+                     terms["allreduce"][n]["median_seconds"] if replicas > 1 else 0.0, input_rate)
+    out = {}
+    for k in ks:
+        seconds = epochs * (base["total"] + steps // k * d)
+        out[str(k)] = {"seconds": seconds, "calls_per_epoch": steps // k, "dispatch_seconds": epochs * steps // k * d}
+    one = out[str(min(ks))]["seconds"]
+    for v in out.values():
+        v["over_smallest_k"] = v["seconds"] / one
+    return {"dispatch_per_call_seconds": d, "steps_per_epoch": steps, "epochs": epochs, "by_k": out}
