@@ -92,7 +92,8 @@ def overrides(setting: Setting) -> dict[str, object]:
     return {f"{SECTION[k]}.{k}": v for k, v in setting.model_dump().items() if k in SECTION and v is not None}
 
 
-def _term(iv: Optional[list], median: float) -> tuple[float, float]:
+def bracket(iv: Optional[list], median: float) -> tuple[float, float]:
+    """A 95 % interval (low, high; either may be None) widened where needed to hold its median."""
     if not iv or iv[0] is None or iv[1] is None:
         return median, median
     return min(iv[0], median), max(iv[1], median)
@@ -109,11 +110,11 @@ def predict_setting(terms: dict, step: tuple[float, float, float], rate: tuple[f
     kappa = terms["contention"][n]["factor"] if replicas > 1 else 1.0
     a = terms["allreduce"][n] if replicas > 1 else None
     a_mid = a["median_seconds"] if a else 0.0
-    a_lo, a_hi = _term(a.get("interval_seconds"), a_mid) if a else (0.0, 0.0)
+    a_lo, a_hi = bracket(a.get("interval_seconds"), a_mid) if a else (0.0, 0.0)
     d = terms.get("dispatch", {}).get(n) if dispatch and replicas > 1 else None
     d_mid, d_lo, d_hi = 0.0, 0.0, 0.0
     if d:   # the dispatch term's spread is its whole step's, less the medians it was computed against
-        w_lo, w_hi = _term(d.get("interval_seconds"), d["median_seconds"])
+        w_lo, w_hi = bracket(d.get("interval_seconds"), d["median_seconds"])
         d_mid = d["seconds_beyond_terms"]
         d_lo, d_hi = d_mid + w_lo - d["median_seconds"], d_mid + w_hi - d["median_seconds"]
 

@@ -126,7 +126,7 @@ def run_in(ws: Path, *args: str) -> None:
 def _median_lo_hi(values: list[float]) -> tuple[float, float, float]:
     iv = S.mean_interval(values)
     m = statistics.median(values)
-    return m, (m if iv["low"] is None else min(iv["low"], m)), (m if iv["high"] is None else max(iv["high"], m))
+    return (m, *H.bracket([iv["low"], iv["high"]], m))
 
 
 def loop_factors(terms: dict, reference: list[dict]) -> dict[str, float]:
@@ -192,7 +192,7 @@ def predict_heldout(params, params_path: str = "params.yaml") -> dict:
         ws = workspace(name, raw, setting)
         b_n = batch_sizes(sp, n)
         pr = probe(ws, sp, b_n.batch_size_per_replica, deadline)
-        images = min(sp.data.max_images or pr["input_images"], pr["input_images"])
+        images = pr["input_images"]          # what the setting's data holds, max_images applied
         steps = steps_per_epoch(images, b_n.global_batch_size)
         loops = {}
         for loop in setting.loops:
@@ -226,29 +226,30 @@ def check_frozen(repo: Path = Path(".")) -> tuple[dict, dict]:
     return pred, frozen
 
 
-def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, replicas: int, tolerance: float) -> list[dict]:
-    """Every frozen prediction of one setting beside its measurement in that setting's rounds."""
+def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, tolerance: float) -> list[dict]:
+    """Every frozen prediction of one setting beside its measurement in that setting's rounds, the
+    null models from predict.nulls (the 1-replica run of the same loop, same rounds)."""
+    results = rounds.pooled()
+    by_name = {r.variant: r for r in results}
+    measured = {v: (e.point, e.low, e.high) for v in by_name for e in [S.geometric(rounds.seconds(v))]}
     rows = []
     for loop, p in frozen_setting["predictions"].items():
-        many, one = rounds.seconds(f"mirrored_{loop}"), rounds.seconds(f"single_{loop}")
-        est = S.geometric(many)
-        median, low, high = est.point, est.low, est.high
-        t1 = S.geometric(one).point
-        rows.append({"setting": name, "loop": loop, "replicas": replicas,
+        r = by_name[f"mirrored_{loop}"]
+        median, low, high = measured[r.variant]
+        rows.append({"setting": name, "loop": loop, "replicas": r.replicas,
                      "predicted_seconds": p["seconds"], "predicted_low": p["low"], "predicted_high": p["high"],
                      "measured_seconds": median, "measured_low": low, "measured_high": high,
                      "measured_half_width_pct": predict.half_width_pct(median, low, high),
                      "error_pct": predict.error_pct(p["seconds"], median),
                      "verdict": predict.judge(p["seconds"], median, low, high, tolerance),
-                     "nulls": {"no_speedup": {"predicted_seconds": t1, "error_pct": predict.error_pct(t1, median)},
-                               "linear": {"predicted_seconds": t1 / replicas,
-                                          "error_pct": predict.error_pct(t1 / replicas, median)}},
-                     "rounds": rounds.count})
+                     **predict.nulls(r, results, measured), "rounds": rounds.count})
     return rows
 
 
 def summary(rows: list[dict]) -> dict:
-    """The model's mean and largest absolute error against the null models' on the same runs."""
+    """The model's mean and largest absolute error against the null models' on the same runs, per row
+    (predict.verdict does the same for the report's rows, keyed by variant; it lives in the terms
+    stage's code, so it was not reshaped to serve both)."""
     def mae(key: str | None) -> float | None:
         errs = [abs(r["error_pct"] if key is None else r["nulls"][key]["error_pct"]) for r in rows]
         return sum(errs) / len(errs) if errs else None
@@ -307,7 +308,7 @@ def validate(params, params_path: str = "params.yaml") -> int:
         ws = workspace(name, raw, setting)
         run_in(ws, "rounds")
         measured = R.load(list(raw["variants"]), ws / paths.ROUNDS)
-        rows += judge_setting(name, pred["settings"][name], measured, n, pred["tolerance_pct"])
+        rows += judge_setting(name, pred["settings"][name], measured, pred["tolerance_pct"])
     out = {"schema_version": SCHEMA, "measured_at": provenance.now(), "frozen": frozen,
            "tolerance_pct": pred["tolerance_pct"], **provenance.git_state(),
            "rows": [{**r, **frozen} for r in rows], "summary": summary(rows)}

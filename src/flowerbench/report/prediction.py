@@ -65,7 +65,9 @@ def _missing_term(row: dict) -> str:
             f"contend only in their timed windows; the run's input prefetch may overlap compute)")
 
 
-def verdict_cell(r: dict, verdict: str, error_key: str = "error_pct") -> str:
+def verdict_cell(r: dict, verdict: str, why: bool = True) -> str:
+    """A row's verdict; a missed test says which term it lacks unless `why` is False (the dispatch
+    table, whose row of the four terms above says it already)."""
     if verdict == HOLDS:
         return "holds" if r["role"] == "test" else "consistent"
     if verdict == UNDETERMINED:
@@ -73,7 +75,7 @@ def verdict_cell(r: dict, verdict: str, error_key: str = "error_pct") -> str:
         return (f"undetermined (measured ±{hw:.1f} %)" if hw is not None else "undetermined (no interval)")
     if r["role"] != "test":
         return "off: " + _missing_term(r)
-    return "MISSED: " + _missing_term(r) if error_key == "error_pct" else "MISSED"
+    return "MISSED: " + _missing_term(r) if why else "MISSED"
 
 
 def model_rows(rows: list[dict]) -> list[list]:
@@ -183,7 +185,7 @@ def model_verdict(v: dict, rows: list[dict]) -> str:
 def dispatch_rows(rows: list[dict]) -> list[list]:
     return [[r["variant"], f"{r['dispatch_seconds'] * 1000:.0f}", f"{r['predicted_seconds']:.2f}",
              f"{r['predicted_with_dispatch_seconds']:.2f}", f"{r['measured_seconds']:.2f}",
-             f"{r['error_with_dispatch_pct']:+.1f}%", verdict_cell(r, r["verdict_with_dispatch"], "dispatch")]
+             f"{r['error_with_dispatch_pct']:+.1f}%", verdict_cell(r, r["verdict_with_dispatch"], why=False)]
             for r in rows if "dispatch_seconds" in r]
 
 
