@@ -400,8 +400,8 @@ def test_no_generated_sentence_holds_a_literal_number():
                           if not m.group(0).startswith("95")]
     assert found == []
     sections = {p.stem for p in pkg.glob("*.py")} - {"__init__", "cells", "figures"}
-    assert sections == {"opening", "headline", "precision", "inputs", "audit", "prediction", "blog_explained",
-                        "conclusion", "provenance"}
+    assert sections == {"opening", "headline", "precision", "inputs", "audit", "prediction", "heldout",
+                        "blog_explained", "conclusion", "provenance"}
     assert max(len(p.read_text().splitlines()) for p in pkg.glob("*.py")) < 300
 
 
@@ -417,3 +417,77 @@ def test_the_blog_caution_tells_a_miss_from_a_measurement_too_loose_to_judge():
     missed = {**loose, "missed": ["a"], "undetermined": ["b", "c"]}
     assert blog_validation(missed).startswith("Caution: in its CPU form this model missed 1 of 3 multi-replica run(s) "
                                               "on this host (a); it failed here")
+
+
+def _heldout_files(workdir: Path) -> dict:
+    """A committed predictions file of two settings and `make validate`'s judgement of it (recorded
+    shapes: validate.judge_setting's rows): px64 custom holds, px224 custom misses."""
+    from flowerbench import heldout
+
+    def pred(compute, allreduce, dispatch):
+        t = {"compute": compute, "allreduce": allreduce, "input": 0.1, "dispatch": dispatch}
+        total = sum(t.values())
+        return {"seconds": total, "low": total * 0.9, "high": total * 1.1, "terms_seconds": t}
+
+    predictions = {"written_at": "2026-12-07T05:00:00+00:00", "git_commit": "d7d1ff9" + "0" * 33,
+                   "settings": {"px64": {"predictions": {"custom": pred(16.0, 0.9, 3.0)}},
+                                "px224": {"predictions": {"custom": pred(100.0, 0.9, 3.0)}}}}
+    path = workdir / "predictions" / "heldout.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(predictions))
+    frozen = {"predictions_sha256": heldout.sha256(path), "predictions_commit": "bbcc07e" + "0" * 33,
+              "head": "abc1234" + "0" * 33}
+
+    def row(setting, predicted, measured, single, verdict):
+        return {"setting": setting, "loop": "custom", "replicas": 2, "predicted_seconds": predicted,
+                "predicted_low": predicted * 0.9, "predicted_high": predicted * 1.1, "measured_seconds": measured,
+                "measured_low": measured * 0.97, "measured_high": measured * 1.03, "measured_half_width_pct": 3.0,
+                "error_pct": (predicted / measured - 1) * 100, "verdict": verdict, "rounds": 2,
+                "null_source": "single_custom",
+                "nulls": {"no_speedup": {"predicted_seconds": single, "error_pct": (single / measured - 1) * 100},
+                          "linear": {"predicted_seconds": single / 2,
+                                     "error_pct": (single / 2 / measured - 1) * 100}}, **frozen}
+
+    p64, p224 = (predictions["settings"][s]["predictions"]["custom"]["seconds"] for s in ("px64", "px224"))
+    validation = {"measured_at": "2026-12-07T08:00:00+00:00", "tolerance_pct": 10, "frozen": frozen,
+                  "rows": [row("px64", p64, 21.0, 30.0, "holds"), row("px224", p224, 80.0, 150.0, "MISSED")]}
+    out = workdir / "reports" / "validation" / "validation.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(validation))
+    return validation
+
+
+def test_the_held_out_predictions_are_reported_beside_their_measurement_and_the_nulls(workdir):
+    fake_results(workdir / "results")
+    v = _heldout_files(workdir)
+    m = _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    held = md.split("## The model on held-out settings")[1].split("\n## ")[0]
+    p64, p224 = (r["predicted_seconds"] for r in v["rows"])
+    assert f"| px64 | custom | {p64:.2f} [" in held and "| holds |" in held and "| MISSED |" in held
+    assert "committed at bbcc07e00000" in held and "measured 2026-12-07 08:00 UTC" in held
+    # errors: px64 20.0 predicted, 21.0 measured: -4.8 %; px224 104.0 against 80.0: +30.0 %
+    errs = [abs(r["error_pct"]) for r in v["rows"]]
+    assert f"mean absolute error {sum(errs) / 2:.1f} %" in held and f"largest {max(errs):.1f} %" in held
+    assert "1 of 2 predictions held within ±10 % of the measured point; missed: px224 custom" in held
+    assert "px224 custom: predicted" in held                     # every miss is listed
+    # what N replicas add: the share of all-reduce + dispatch falls from px64 to px224
+    assert f"px64 custom: all-reduce + dispatch {3.9 / p64 * 100:.0f} %" in held
+    assert f"px224 custom: all-reduce + dispatch {3.9 / p224 * 100:.0f} %" in held
+    assert f"measured {150.0 / 80.0:.2f}x" in held
+    assert m["heldout"]["missed"] == 1 and m["heldout"]["mae_pct"] == pytest.approx(sum(errs) / 2, rel=1e-6)
+    assert (workdir / "reports" / "figures" / "heldout.png").stat().st_size > 10_000
+    # a predictions file changed after the runs is called out
+    path = workdir / "predictions" / "heldout.json"
+    path.write_text(path.read_text().replace("d7d1ff9", "0000000"))
+    _report(workdir)
+    assert "WARNING: predictions/heldout.json is not the file these runs were judged against" in (
+        workdir / "reports" / "report.md").read_text()
+
+
+def test_without_held_out_predictions_the_report_says_how_to_make_them(workdir):
+    fake_results(workdir / "results")
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "No held-out predictions are committed (predictions/heldout.json)" in md
+    assert "heldout.png" not in md

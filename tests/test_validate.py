@@ -44,11 +44,11 @@ def test_each_frozen_prediction_is_judged_on_the_point_beside_the_null_models(tm
     assert row["error_pct"] == pytest.approx(6.0, abs=0.1) and row["verdict"] == "holds"
     assert row["nulls"]["no_speedup"]["error_pct"] == pytest.approx(60.0, abs=0.1)
     assert row["nulls"]["linear"]["error_pct"] == pytest.approx(-20.0, abs=0.1)
-    far = V.judge_setting("px48", {"predictions": {"custom": {"seconds": 40.0, "low": 38.0, "high": 42.0}}},
+    far = V.judge_setting("px56", {"predictions": {"custom": {"seconds": 40.0, "low": 38.0, "high": 42.0}}},
                           measured, 10.0)[0]
     assert far["verdict"] == "MISSED"
-    s = V.summary([row, far])
-    assert s["held"] == 1 and s["missed"] == ["px48 custom"] and s["mae_pct"] == pytest.approx(13.0, abs=0.1)
+    s = H.summary([row, far])
+    assert s["held"] == 1 and s["missed"] == ["px56 custom"] and s["mae_pct"] == pytest.approx(13.0, abs=0.1)
     assert s["null_mae_pct"] == pytest.approx({"no_speedup": 60.0, "linear": 20.0}, abs=0.1)
     assert s["beats_nulls"] is True and s["max_abs_error_pct"] == pytest.approx(20.0, abs=0.1)
     loose = _measured(tmp_path / "loose", mirrored=50.0, single=80.0, drift=(1.0, 1.4, 0.7))

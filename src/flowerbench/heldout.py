@@ -12,6 +12,8 @@ This module is the part that needs no TensorFlow and no measurement:
                             the setting's own one-replica step and input rate
   frozen(path)              the predictions file's sha256 and the commit that holds it, or
                             FrozenError when it is untracked, changed, or not committed at HEAD
+  summary(rows)             the judged predictions (validate's rows) aggregated as the report's
+                            own (predict.verdict), with the targets they are read against
 
 The interval of a prediction is the range of the CPU form over the terms' own 95 % intervals,
 every term at the extreme that moves the total the same way (the form is monotone in each):
@@ -30,9 +32,11 @@ from typing import Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .predict import cpu_epoch
+from .predict import MAE_TARGET_PCT, MAX_TARGET_PCT, cpu_epoch, verdict
 
 SCHEMA = 1
+PREDICTIONS = Path("predictions") / "heldout.json"                 # `make predict-heldout`, committed before
+VALIDATION = Path("reports") / "validation" / "validation.json"    # `make validate`: the runs that judge them
 
 
 class HeldOutError(ValueError):
@@ -179,3 +183,10 @@ def ksteps(terms: dict, step_s: float, *, replicas: int, cores_per_replica: int,
     for v in out.values():
         v["over_smallest_k"] = v["seconds"] / one
     return {"dispatch_per_call_seconds": d, "steps_per_epoch": steps, "epochs": epochs, "by_k": out}
+
+
+def summary(rows: list[dict]) -> dict:
+    """The model's mean and largest absolute error against the null models' on the same runs: predict.verdict
+    over the judged rows (validate.judge_setting's, every one a test of the model, named "<setting> <loop>")."""
+    return {**verdict([{**r, "variant": f"{r['setting']} {r['loop']}", "role": "test"} for r in rows]),
+            "targets": {"mae_pct": MAE_TARGET_PCT, "max_abs_error_pct": MAX_TARGET_PCT}}

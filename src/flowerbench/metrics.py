@@ -232,7 +232,7 @@ def plots_data(df) -> dict[str, str]:
 
 
 def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings: list[str],
-                 model: list[dict] = (), variance: dict | None = None) -> dict:
+                 model: list[dict] = (), variance: dict | None = None, heldout: dict | None = None) -> dict:
     """reports/metrics.json: numbers only, nested by name (`dvc metrics show` drops lists and
     strings); the labels and the warnings' text are in the report."""
     def numbers(d: dict) -> dict:
@@ -257,4 +257,8 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
                    if c["sd_pct"] is not None},
                 **{name.replace(" ", "_"): numbers(x) for name, x in variance["ratios"].items()},
                 **{f"chosen_{k}": v for k, v in variance["counts"].items() if v is not None}},
+            "heldout": {} if heldout is None else {
+                **numbers(heldout), "missed": len(heldout["missed"]), "undetermined": len(heldout["undetermined"]),
+                **{f"null_{k}_mae_pct": round(x, 6) for k, x in heldout["null_mae_pct"].items() if x is not None},
+                "beats_nulls": int(heldout["beats_nulls"])},
             "warnings": len(warnings)}

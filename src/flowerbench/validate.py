@@ -45,9 +45,9 @@ from .render import table
 log = get_logger("validate").info
 
 HELDOUT = Path("heldout.yaml")
-PREDICTIONS = Path("predictions") / "heldout.json"
+PREDICTIONS = H.PREDICTIONS
 WORK = Path(".dvc") / "tmp" / "heldout"
-OUT = paths.REPORTS / "validation"
+OUT = H.VALIDATION.parent
 SCHEMA = 1
 PROBE_STEPS = 8          # timed steps of each setting's replica probe
 DEADLINE_S = 4 * 3600    # the probes of every setting together
@@ -246,24 +246,6 @@ def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, tolerance: 
     return rows
 
 
-def summary(rows: list[dict]) -> dict:
-    """The model's mean and largest absolute error against the null models' on the same runs, per row
-    (predict.verdict does the same for the report's rows, keyed by variant; it lives in the terms
-    stage's code, so it was not reshaped to serve both)."""
-    def mae(key: str | None) -> float | None:
-        errs = [abs(r["error_pct"] if key is None else r["nulls"][key]["error_pct"]) for r in rows]
-        return sum(errs) / len(errs) if errs else None
-
-    model, nulls = mae(None), {k: mae(k) for k in ("no_speedup", "linear")}
-    return {"predictions": len(rows), "held": sum(r["verdict"] == predict.HOLDS for r in rows),
-            "missed": [f"{r['setting']} {r['loop']}" for r in rows if r["verdict"] == predict.MISSED],
-            "undetermined": [f"{r['setting']} {r['loop']}" for r in rows if r["verdict"] == predict.UNDETERMINED],
-            "mae_pct": model, "max_abs_error_pct": max((abs(r["error_pct"]) for r in rows), default=None),
-            "null_mae_pct": nulls,
-            "beats_nulls": bool(rows) and all(v is not None and model < v for v in nulls.values()),
-            "targets": {"mae_pct": predict.MAE_TARGET_PCT, "max_abs_error_pct": predict.MAX_TARGET_PCT}}
-
-
 def markdown(out: dict) -> str:
     s, f = out["summary"], out["frozen"]
     lines = [f"# The model on held-out settings",
@@ -283,7 +265,7 @@ def markdown(out: dict) -> str:
                      f"{r['nulls']['linear']['error_pct']:+.1f}%", r["verdict"]] for r in out["rows"]])]
     if s["mae_pct"] is not None:
         nm = s["null_mae_pct"]
-        lines.append(f"{s['held']} of {s['predictions']} held; missed: {', '.join(s['missed']) or 'none'}; "
+        lines.append(f"{s['held']} of {s['predicted']} held; missed: {', '.join(s['missed']) or 'none'}; "
                      f"undetermined: {', '.join(s['undetermined']) or 'none'}. Mean absolute error "
                      f"{s['mae_pct']:.1f} % (target <= {predict.MAE_TARGET_PCT:g} %), largest "
                      f"{s['max_abs_error_pct']:.1f} % (target <= {predict.MAX_TARGET_PCT:g} %); null models: no "
@@ -311,8 +293,8 @@ def validate(params, params_path: str = "params.yaml") -> int:
         rows += judge_setting(name, pred["settings"][name], measured, pred["tolerance_pct"])
     out = {"schema_version": SCHEMA, "measured_at": provenance.now(), "frozen": frozen,
            "tolerance_pct": pred["tolerance_pct"], **provenance.git_state(),
-           "rows": [{**r, **frozen} for r in rows], "summary": summary(rows)}
-    write_json(OUT / "validation.json", out)
+           "rows": [{**r, **frozen} for r in rows], "summary": H.summary(rows)}
+    write_json(H.VALIDATION, out)
     atomic_write(OUT / "validation.md", markdown(out))
     log(f"-> {OUT}/validation.md: {out['summary']['held']} of {len(rows)} held")
     return 0 if out["summary"]["held"] == len(rows) else 1

@@ -15,6 +15,7 @@ function each beside its own words:
     inputs         real JPEGs against in-memory tensors
     audit          the blog's claims re-derived from its own times
     prediction     the model, tested on this host
+    heldout        the model on held-out settings: frozen predictions against `make validate`
     blog_explained the model's GPU form applied to the blog's 4 GPUs
     conclusion     what a reader can quote, and what this run cannot show
     provenance     what produced every result
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from .. import blog, metrics as M, paths, predict, render
 from ..config import Params
+from ..heldout import PREDICTIONS as HELDOUT_PREDICTIONS, VALIDATION, sha256, summary as heldout_summary
 from ..host import HostError, describe as describe_host, label as host_label, load as load_host
 from ..io import atomic_write, write_dir, write_json
 from ..log import get_logger
@@ -40,6 +42,7 @@ from .cells import run_kind_label
 from .conclusion import conclusion
 from .figures import OPENING_FIGURE, figures
 from .headline import headline, what_this_shows
+from .heldout import figure_rows, heldout_section
 from .inputs import input_pipeline
 from .opening import opening, where_measured
 from .prediction import model_section
@@ -76,6 +79,25 @@ def load_terms(path: Path = paths.TERMS) -> dict | None:
         raise ReportError(str(exc)) from None
 
 
+def load_heldout(predictions_path: Path = HELDOUT_PREDICTIONS, validation_path: Path = VALIDATION) -> dict:
+    """The committed held-out predictions, their sha256, and `make validate`'s judgement of them; a
+    missing file is None (not predicted, or not measured yet), a malformed one a one-line ReportError."""
+    import json
+
+    out: dict = {"predictions": None, "predictions_sha256": None, "validation": None}
+    for key, path in (("predictions", predictions_path), ("validation", validation_path)):
+        if Path(path).exists():
+            try:
+                out[key] = json.loads(Path(path).read_text())
+            except (OSError, ValueError) as exc:
+                raise ReportError(f"{path}: not readable JSON ({exc})") from None
+    if out["predictions"] is not None:
+        out["predictions_sha256"] = sha256(predictions_path)
+    if out["validation"] is not None and out["predictions"] is None:
+        raise ReportError(f"{validation_path} judges predictions, but {predictions_path} is missing")
+    return out
+
+
 def current_host(path: Path = paths.HOST) -> dict:
     """The machine this report is rendered on: the pipeline's data/host.json, checked (a corrupt or
     impossible one is refused, naming it), or, with no such file (the report run on its own, outside
@@ -109,7 +131,7 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
 
 def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dict, audit: list[dict],
              ceiling: list[dict], figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str],
-             here: dict, terms: dict | None, predicted: list[dict]) -> str:
+             here: dict, terms: dict | None, predicted: list[dict], heldout: dict | None = None) -> str:
     """The report: its sections in order, each given the data it needs."""
     base = params.report.baseline
     verdict = predict.verdict(predicted) if terms and not terms.get("skipped") else None
@@ -120,6 +142,8 @@ def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dic
               *input_pipeline(ceiling),
               *audit_section(audit, results, metrics, base, params.report.blog_seconds),
               *model_section(terms, predicted, verdict),
+              *heldout_section(*(heldout[k] if heldout else None for k in
+                                 ("validation", "predictions", "predictions_sha256"))),
               *blog_explained(params.report, verdict, predicted),
               *conclusion(results, metrics, audit, base, rounds),
               "## Figures", *(render.figure(name, caption) for name, (_, caption) in figs.items()
@@ -167,15 +191,19 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     ceiling = M.input_ceiling(results, per_round)
     df = M.tidy(results)
     rows = predict.predictions(results, terms, M.measured(metrics))
-    figs = figures(results, metrics, df, params.report, run_kind_label(results), audit, rows)
-    md = markdown(rounds, results, metrics, variance, audit, ceiling, figs, params, warnings, here, terms, rows)
+    held = load_heldout()
+    held_rows = figure_rows(held["validation"], held["predictions"]) if held["validation"] else []
+    figs = figures(results, metrics, df, params.report, run_kind_label(results), audit, rows, held_rows)
+    md = markdown(rounds, results, metrics, variance, audit, ceiling, figs, params, warnings, here, terms, rows,
+                  held)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
     write_dir(reports_dir / paths.FIGURES.name, {name: png for name, (png, _) in figs.items()})
     write_dir(reports_dir / paths.PLOTS.name, M.plots_data(df))
     write_json(reports_dir / paths.METRICS.name,
-               M.metrics_file(metrics, audit, ceiling, warnings, rows, variance))
+               M.metrics_file(metrics, audit, ceiling, warnings, rows, variance,
+                              heldout_summary(held["validation"]["rows"]) if held["validation"] else None))
     atomic_write(reports_dir / paths.REPORT_MD.name, md)
     atomic_write(reports_dir / paths.REPORT_HTML.name, page)
     log(f"{len(results)} variants x {rounds.count} round(s) -> {reports_dir}/report.html, report.md, "

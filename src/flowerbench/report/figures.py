@@ -39,22 +39,25 @@ def _style():
 
 
 def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind_label: str,
-            audit: list[dict], predicted: list[dict] = ()) -> dict[str, tuple[bytes, str]]:
-    """Every figure that has something to show: file name -> (png, caption)."""
+            audit: list[dict], predicted: list[dict] = (), heldout: list[dict] = ()) -> dict[str, tuple[bytes, str]]:
+    """Every figure that has something to show: file name -> (png, caption).  `heldout`: the held-out
+    rows in model_vs_measured's shape (report.heldout.figure_rows)."""
     order, dpi, base = [r.variant for r in results], report.figure_dpi, report.baseline
     drawn = {"timed_seconds.png": timed_seconds(results, metrics, base, kind_label, dpi),
              "vs_blog.png": vs_blog(metrics, audit, kind_label, dpi),
              "reduction.png": reduction(order, metrics, audit, base, dpi),
              "epoch_seconds.png": epoch_seconds(df, order, dpi),
              "scaling.png": scaling(results, metrics, audit, base, kind_label, dpi),
-             "model.png": model_vs_measured(list(predicted), kind_label, dpi)}
+             "model.png": model_vs_measured(list(predicted), kind_label, dpi),
+             "heldout.png": model_vs_measured(list(heldout), kind_label, dpi, held_out=True)}
     return {name: fig for name, fig in drawn.items() if fig is not None}
 
 
-def model_vs_measured(rows: list[dict], kind_label: str, dpi: int) -> Figure:
+def model_vs_measured(rows: list[dict], kind_label: str, dpi: int, held_out: bool = False) -> Figure:
     """Every predicted multi-replica run: the prediction as stacked terms (compute, all-reduce, input;
     the dispatch term hatched on top where it was measured) beside the measured point with its 95 %
-    interval, the two null models marked."""
+    interval, the two null models marked.  held_out: the held-out settings' frozen predictions, whose
+    dispatch term is carried over from the reference."""
     from ..predict import predicted_tests
 
     tests = predicted_tests(rows)
@@ -71,7 +74,7 @@ def model_vs_measured(rows: list[dict], kind_label: str, dpi: int) -> Figure:
     extra = [r.get("predicted_with_dispatch_seconds", r["predicted_seconds"]) - r["predicted_seconds"] for r in tests]
     if any(extra):
         ax.bar([i - 0.18 for i in x], extra, width=0.34, bottom=bottom, color="white", edgecolor="grey",
-               hatch="//", label="dispatch (measured after the misses)")
+               hatch="//", label="dispatch (carried over)" if held_out else "dispatch (measured after the misses)")
     med = [r["measured_seconds"] for r in tests]
     lo = [r["measured_low"] if r["measured_low"] is not None else m for r, m in zip(tests, med)]
     hi = [r["measured_high"] if r["measured_high"] is not None else m for r, m in zip(tests, med)]
@@ -81,16 +84,24 @@ def model_vs_measured(rows: list[dict], kind_label: str, dpi: int) -> Figure:
         pts = [(i + 0.18, r["nulls"][key]["predicted_seconds"]) for i, r in zip(x, tests) if r.get("nulls")]
         if pts:
             ax.scatter(*zip(*pts), marker=marker, s=80, color="grey", zorder=3, label=words)
-    ax.set_xticks(x, [f"{r['variant']}\n{r['verdict']}" for r in tests])
+    ax.set_xticks(x, [f"{r['variant']}\n{r['verdict']}" for r in tests], fontsize=8 if held_out else None)
     ax.set_ylabel("timed seconds")
-    ax.set_ylim(0, max(hi + bottom + [b + e for b, e in zip(bottom, extra)]) * 1.25)
+    top = max(hi + bottom + [b + e for b, e in zip(bottom, extra)])
+    if held_out:   # settings from 10 s to 100+ s: a log axis keeps every bar readable
+        ax.set_yscale("log")
+        ax.set_ylim(min(lo + [h for h in bottom if h > 0]) / 2, top * 4)
+    else:
+        ax.set_ylim(0, top * 1.25)
     ax.legend(fontsize=8, loc="upper left", ncol=2)
-    ax.set_title("The model: predicted terms (left bar) against measured (right)", fontsize=11)
-    ax.text(0.0, -0.2, kind_label, transform=ax.transAxes, fontsize=8, color="grey")
-    return (_png(fig, dpi), "Each multi-replica run's prediction as stacked terms (the dispatch term hatched, "
-                                "where it was measured) beside its measured point and 95% interval over rounds; "
-                                "the null models from the 1-replica run of the same loop marked x (no speed-up) "
-                                "and + (linear). Under each run, the verdict on the point.")
+    ax.set_title("The model on held-out settings: frozen predictions (left bar) against measured (right)"
+                 if held_out else "The model: predicted terms (left bar) against measured (right)", fontsize=11)
+    ax.text(0.0, -0.25 if held_out else -0.2, kind_label, transform=ax.transAxes, fontsize=8, color="grey")
+    what = ("Each held-out setting's prediction, committed before its runs, as stacked terms (the dispatch term, "
+            "carried over from the reference, hatched; log axis)" if held_out else
+            "Each multi-replica run's prediction as stacked terms (the dispatch term hatched, where it was measured)")
+    return (_png(fig, dpi), what + " beside its measured point and 95% interval over rounds; the null models from "
+                                   "the 1-replica run of the same loop marked x (no speed-up) and + (linear). Under "
+                                   "each run, the verdict on the point.")
 
 
 def timed_seconds(results: list[Result], metrics: dict, base: str, kind_label: str, dpi: int) -> Figure:

@@ -1,0 +1,113 @@
+"""The model on held-out settings: the predictions frozen in a commit (predictions/heldout.json, `make
+predict-heldout`) beside their measurement (reports/validation/validation.json, `make validate`), the
+summary against the null models, and what the blog's 224 px says about the share of the overheads.
+Both files are inputs of the report stage; neither is written by it."""
+
+from __future__ import annotations
+
+from ..heldout import summary
+from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED
+from ..render import bullets, table
+
+OVERHEADS = ("allreduce", "dispatch")   # the terms N replicas add to one replica's step
+
+
+def label(r: dict) -> str:
+    return f"{r['setting']} {r['loop']}"
+
+
+def figure_rows(validation: dict, predictions: dict) -> list[dict]:
+    """The held-out rows in the shape figures.model_vs_measured draws: the frozen prediction's terms
+    stacked (the dispatch term, carried over, on top), the measurement and the null models."""
+    out = []
+    for r in validation["rows"]:
+        p = predictions["settings"][r["setting"]]["predictions"][r["loop"]]
+        t = p["terms_seconds"]
+        out.append({**r, "variant": label(r), "role": "test", "terms_seconds": t,
+                    "predicted_seconds": t["compute"] + t["allreduce"] + t["input"],
+                    "predicted_with_dispatch_seconds": p["seconds"]})
+    return out
+
+
+def _verdict(r: dict) -> str:
+    if r["verdict"] == UNDETERMINED:
+        hw = r["measured_half_width_pct"]
+        return "undetermined" + (f" (measured ±{hw:.1f} %)" if hw is not None else " (no interval)")
+    return r["verdict"]
+
+
+def rows_table(rows: list[dict]) -> str:
+    return table(["setting", "loop", "predicted s [interval]", "measured s [95% CI]", "error",
+                  "no speed-up / linear: error", "verdict"],
+                 [[r["setting"], r["loop"],
+                   f"{r['predicted_seconds']:.2f} [{r['predicted_low']:.2f}, {r['predicted_high']:.2f}]",
+                   f"{r['measured_seconds']:.2f} " + ("n/a" if r["measured_low"] is None else
+                                                     f"[{r['measured_low']:.2f}, {r['measured_high']:.2f}]"),
+                   f"{r['error_pct']:+.1f}%", f"{r['nulls']['no_speedup']['error_pct']:+.1f}% / "
+                   f"{r['nulls']['linear']['error_pct']:+.1f}%", _verdict(r)] for r in rows])
+
+
+def summary_line(v: dict, tolerance_pct: float) -> str:
+    nm = v["null_mae_pct"]
+    met = [f"mean absolute error {v['mae_pct']:.1f} % (target <= {MAE_TARGET_PCT:g} %: "
+           f"{'met' if v['mae_pct'] <= MAE_TARGET_PCT else 'MISSED'})",
+           f"largest {v['max_abs_error_pct']:.1f} % (target <= {MAX_TARGET_PCT:g} %: "
+           f"{'met' if v['max_abs_error_pct'] <= MAX_TARGET_PCT else 'MISSED'})"]
+    beats = ("The model beats both null models on mean absolute error." if v["beats_nulls"] else
+             "The model does NOT beat both null models on mean absolute error.")
+    return (f"{v['held']} of {v['predicted']} predictions held within ±{tolerance_pct:g} % of the measured point; missed: "
+            f"{', '.join(v['missed']) or 'none'}; undetermined: {', '.join(v['undetermined']) or 'none'}. "
+            f"{met[0]}, {met[1]}; null models on the same runs: no speed-up {nm['no_speedup']:.1f} %, linear "
+            f"{nm['linear']:.1f} %. {beats}")
+
+
+def overhead_lines(rows: list[dict], predictions: dict) -> list[str]:
+    """Per setting and loop: the share of the predicted epoch that N replicas add (all-reduce and
+    dispatch, carried over from the reference), and the speed-up over the 1-replica run of the same
+    rounds, predicted and measured: if the overheads' share shrinks as compute grows (224 px), the
+    measured speed-up must rise with it."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["loop"], r["setting"])):
+        p = predictions["settings"][r["setting"]]["predictions"][r["loop"]]
+        share = sum(p["terms_seconds"][k] for k in OVERHEADS) / p["seconds"] * 100.0
+        single = r["nulls"]["no_speedup"]["predicted_seconds"]
+        out.append(f"{label(r)}: all-reduce + dispatch {share:.0f} % of the predicted epoch; speed-up over one "
+                   f"replica predicted {single / r['predicted_seconds']:.2f}x, measured "
+                   f"{single / r['measured_seconds']:.2f}x")
+    return out
+
+
+def heldout_section(validation: dict | None, predictions: dict | None, predictions_sha256: str | None) -> list[str]:
+    """`predictions_sha256`: of the committed file now, checked against the one the runs were judged on."""
+    b = ["## The model on held-out settings",
+         "Settings no multi-replica term was measured at (heldout.yaml): each setting's one-replica step probed "
+         "there, the contention, all-reduce and dispatch carried over from the reference settings, and every "
+         "prediction committed before its runs (docs/model.md, \"Held out\")."]
+    if predictions is None:
+        return b + ["No held-out predictions are committed (predictions/heldout.json): `make predict-heldout`, "
+                    "commit, then `make validate`."]
+    if validation is None:
+        return b + [f"Predictions committed (predictions/heldout.json, written {predictions['written_at'][:16]} "
+                    f"at {predictions['git_commit'][:12]}); not measured yet: `make validate` (an hour or more)."]
+    rows, f = validation["rows"], validation["frozen"]
+    v = summary(rows)
+    stale = f["predictions_sha256"] != predictions_sha256
+    b += [f"Predictions: predictions/heldout.json, written {predictions['written_at'][:16].replace('T', ' ')} UTC "
+          f"at {predictions['git_commit'][:12]} and committed at {f['predictions_commit'][:12]} (sha256 "
+          f"{f['predictions_sha256'][:12]}); measured {validation['measured_at'][:16].replace('T', ' ')} UTC at "
+          f"HEAD {f['head'][:12]}, {rows[0]['rounds'] if rows else 0} interleaved rounds per setting. A prediction "
+          f"holds within ±{validation['tolerance_pct']:g} % of the measured point (geometric mean over rounds), "
+          f"undetermined where the measured interval is itself wider; the null models come from the 1-replica "
+          f"run of the same loop in the same rounds.",
+          rows_table(rows), summary_line(v, validation["tolerance_pct"])]
+    if stale:
+        b.append("WARNING: predictions/heldout.json is not the file these runs were judged against (its sha256 "
+                 "differs): the table shows the predictions as judged; predict and validate again.")
+    misses = [r for r in rows if r["verdict"] != HOLDS]
+    if misses:
+        b += ["Every prediction that did not hold:",
+              bullets([f"{label(r)}: predicted {r['predicted_seconds']:.2f} s, measured {r['measured_seconds']:.2f} s "
+                       f"({r['error_pct']:+.1f} %), {_verdict(r)}" for r in misses])]
+    b += ["What N replicas add, by setting (the model's claim: at 224 px, where compute dominates, the share of "
+          "the all-reduce and dispatch shrinks, so the speed-up rises):", bullets(overhead_lines(rows, predictions))]
+    return b
