@@ -55,6 +55,26 @@ def test_each_frozen_prediction_is_judged_on_the_point_beside_the_null_models(tm
     assert V.judge_setting("x", frozen, loose, 10.0)[0]["verdict"] == "undetermined"
 
 
+def test_strong_scaling_takes_its_null_from_one_replica_at_the_same_global_batch(tmp_path):
+    """Strong scaling: 2 replicas of 32 against 1 replica of 64 (the same global batch); a 1-replica
+    run at another global batch is no source, and a setting without a source is refused, named."""
+    single = fake_result("single_custom", "custom", 1, 80.0, "cpu", True)
+    mirrored = fake_result("mirrored_custom", "custom", 2, 50.0, "logical_cpu", True)
+    single["scaling"] = mirrored["scaling"] = "strong"
+    mirrored["batch_size_per_replica"], mirrored["global_batch_size"] = 32, 64
+    write_rounds(tmp_path, {"single_custom": per_round(single), "mirrored_custom": per_round(mirrored)})
+    frozen = {"predictions": {"custom": {"seconds": 53.0, "low": 48.0, "high": 58.0}}}
+    row, = V.judge_setting("strong", frozen, R.load(["single_custom", "mirrored_custom"], tmp_path / "rounds"), 10.0)
+    assert row["null_source"] == "single_custom"
+    assert row["nulls"]["no_speedup"]["error_pct"] == pytest.approx(60.0, abs=0.1)
+    assert row["nulls"]["linear"]["error_pct"] == pytest.approx(-20.0, abs=0.1)
+    single["batch_size_per_replica"] = single["global_batch_size"] = 32     # not the same work per step
+    write_rounds(tmp_path / "other", {"single_custom": per_round(single), "mirrored_custom": per_round(mirrored)})
+    with pytest.raises(RuntimeError, match="setting strong: no 1-replica run of the custom loop"):
+        V.judge_setting("strong", frozen, R.load(["single_custom", "mirrored_custom"], tmp_path / "other/rounds"),
+                        10.0)
+
+
 HELDOUT = {"rounds": 2, "tolerance_pct": 10,
            "settings": {"px48": {"about": "a larger image, from stand-ins of its own", "image_size": 48,
                                  "standin_px": 40, "loops": ["custom"]},

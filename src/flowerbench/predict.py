@@ -214,9 +214,12 @@ def twin_of(r: Result, results: list[Result]) -> Optional[Result]:
 
 
 def one_replica_of(r: Result, results: list[Result]) -> Optional[Result]:
-    """The 1-replica run of r's loop from files on one replica's cores: the null models' source."""
+    """The 1-replica run of r's loop from files on one replica's cores, at r's batch per replica (weak
+    scaling) or at r's global batch (strong scaling: one replica takes the whole of it): the null
+    models' source."""
+    batch = r.global_batch_size if r.scaling == "strong" else r.batch_size_per_replica
     return next((o for o in results if _is_check(o) and o.loop == r.loop and o.custom_graph == r.custom_graph
-                 and o.batch_size_per_replica == r.batch_size_per_replica and o.image_size == r.image_size
+                 and o.global_batch_size == batch and o.image_size == r.image_size
                  and o.cores_per_replica == r.cores_per_replica), None)
 
 
@@ -227,7 +230,8 @@ def nulls(r: Result, results: list[Result], measured: dict[str, tuple]) -> dict:
     if one is None or r.replicas == 1:
         return {}
     t1, median = measured[one.variant][0], measured[r.variant][0]
-    # weak scaling (the blog's): each replica keeps its batch, so an epoch has 1/N of the steps
+    # weak scaling (the blog's): each replica keeps its batch, so an epoch has 1/N of the steps;
+    # strong: the same steps, each replica 1/N of each.  Linear is 1/N of the time either way
     out = {"no_speedup": t1, "linear": t1 / r.replicas}
     return {"null_source": one.variant,
             "nulls": {k: {"predicted_seconds": v, "error_pct": error_pct(v, median)} for k, v in out.items()}}

@@ -236,13 +236,17 @@ def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, tolerance: 
     for loop, p in frozen_setting["predictions"].items():
         r = by_name[f"mirrored_{loop}"]
         median, low, high = measured[r.variant]
+        null = predict.nulls(r, results, measured)
+        if not null:
+            raise RuntimeError(f"setting {name}: no 1-replica run of the {loop} loop matches {r.variant} "
+                               f"(batch, image size, cores), so the null models have no source")
         rows.append({"setting": name, "loop": loop, "replicas": r.replicas,
                      "predicted_seconds": p["seconds"], "predicted_low": p["low"], "predicted_high": p["high"],
                      "measured_seconds": median, "measured_low": low, "measured_high": high,
                      "measured_half_width_pct": predict.half_width_pct(median, low, high),
                      "error_pct": predict.error_pct(p["seconds"], median),
                      "verdict": predict.judge(p["seconds"], median, low, high, tolerance),
-                     **predict.nulls(r, results, measured), "rounds": rounds.count})
+                     **null, "rounds": rounds.count})
     return rows
 
 
