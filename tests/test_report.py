@@ -453,7 +453,9 @@ def _heldout_files(workdir: Path) -> dict:
                                      "error_pct": (single / 2 / measured - 1) * 100}}, **frozen}
 
     p64, p224 = (predictions["settings"][s]["predictions"]["custom"]["seconds"] for s in ("px64", "px224"))
-    validation = {"measured_at": "2026-12-07T08:00:00+00:00", "tolerance_pct": 10, "frozen": frozen,
+    validation = {"judged_at": "2026-12-07T09:00:00+00:00", "measured_from": "2026-12-07T06:33:10+00:00",
+                  "measured_to": "2026-12-07T08:13:00+00:00", "measured_commits": ["797dbd3" + "0" * 33],
+                  "tolerance_pct": 10, "frozen": frozen,
                   "rows": [row("px64", p64, 21.0, 30.0, "holds"), row("px224", p224, 80.0, 150.0, "MISSED")]}
     out = workdir / "reports" / "validation" / "validation.json"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -469,7 +471,8 @@ def test_the_held_out_predictions_are_reported_beside_their_measurement_and_the_
     held = md.split("## The model on held-out settings")[1].split("\n## ")[0]
     p64, p224 = (r["predicted_seconds"] for r in v["rows"])
     assert f"| px64 | custom | {p64:.2f} [" in held and "| holds |" in held and "| MISSED |" in held
-    assert "committed at bbcc07e00000" in held and "measured 2026-12-07 08:00 UTC" in held
+    assert "committed at bbcc07e00000" in held and ("measured 2026-12-07 06:33 to 2026-12-07 08:13 UTC at commit 797dbd300000, judged 2026-12-07 09:00 "
+                                                   "UTC at HEAD abc123400000") in held
     # errors: px64 20.0 predicted, 21.0 measured: -4.8 %; px224 104.0 against 80.0: +30.0 %
     errs = [abs(r["error_pct"]) for r in v["rows"]]
     assert f"mean absolute error {sum(errs) / 2:.1f} %" in held and f"largest {max(errs):.1f} %" in held
@@ -483,7 +486,7 @@ def test_the_held_out_predictions_are_reported_beside_their_measurement_and_the_
     # with that step the carried-over terms give 12 x 1.25 + 0.9 + 0.1 + 3.0 = 19.0 s against 21.0 measured
     assert "| px64 custom | 1.333 | 1.250 | +6.7% | 19.00 | -9.5% |" in held
     assert "| px224 custom | 8.333 | 6.250 | +33.3% | 79.00 | -1.2% |" in held
-    assert "mean absolute error 5.4 % (largest 9.5 %)" in held
+    assert "mean absolute error of 5.4 % (largest 9.5 %)" in held
     assert m["heldout"]["missed"] == 1 and m["heldout"]["mae_pct"] == pytest.approx(sum(errs) / 2, rel=1e-6)
     assert (workdir / "reports" / "figures" / "heldout.png").stat().st_size > 10_000
     # a predictions file changed after the runs is called out

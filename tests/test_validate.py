@@ -153,6 +153,8 @@ def test_predict_then_validate_for_real_on_tiny_data(workdir):
     assert all(r["predictions_sha256"] == sha and r["predictions_commit"] == out["frozen"]["head"]
                for r in out["rows"])
     assert all(r["measured_seconds"] > 0 and r["verdict"] in ("holds", "MISSED", "undetermined") for r in out["rows"])
+    assert out["measured_commits"] == [out["frozen"]["head"]]     # the rounds ran at HEAD, before the judging
+    assert out["measured_from"] < out["measured_to"] < out["judged_at"]
     assert (proc.returncode == 0) == (out["summary"]["held"] == 2)
     md = (workdir / "reports" / "validation" / "validation.md").read_text()
     assert "| px48 | custom |" in md and "Null models" in md and "null models: no speed-up" in md

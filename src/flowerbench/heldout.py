@@ -190,3 +190,14 @@ def summary(rows: list[dict]) -> dict:
     over the judged rows (validate.judge_setting's, every one a test of the model, named "<setting> <loop>")."""
     return {**verdict([{**r, "variant": f"{r['setting']} {r['loop']}", "role": "test"} for r in rows]),
             "targets": {"mae_pct": MAE_TARGET_PCT, "max_abs_error_pct": MAX_TARGET_PCT}}
+
+
+def when(validation: dict) -> str:
+    """When and at which code the held-out rounds ran, and when they were judged (a rerun of
+    `make validate` keeps the rounds it measured and judges them again)."""
+    def utc(stamp: str) -> str:
+        return stamp[:16].replace("T", " ")
+
+    commits = ", ".join(c[:12] for c in validation["measured_commits"])
+    return (f"measured {utc(validation['measured_from'])} to {utc(validation['measured_to'])} UTC at commit "
+            f"{commits}, judged {utc(validation['judged_at'])} UTC at HEAD {validation['frozen']['head'][:12]}")

@@ -246,7 +246,10 @@ def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, tolerance: 
                      "measured_half_width_pct": predict.half_width_pct(median, low, high),
                      "error_pct": predict.error_pct(p["seconds"], median),
                      "verdict": predict.judge(p["seconds"], median, low, high, tolerance),
-                     **null, "rounds": rounds.count})
+                     **null, "rounds": rounds.count,
+                     "measured_from": min(x.started_at for x in results),
+                     "measured_to": max(x.finished_at for x in results),
+                     "measured_commits": sorted({x.git_commit for x in results})})
     return rows
 
 
@@ -254,8 +257,7 @@ def markdown(out: dict) -> str:
     s, f = out["summary"], out["frozen"]
     lines = [f"# The model on held-out settings",
              f"Predictions: {PREDICTIONS} at commit {f['predictions_commit'][:12]} (sha256 "
-             f"{f['predictions_sha256'][:12]}), written before any of these runs; measured "
-             f"{out['measured_at'][:16].replace('T', ' ')} UTC at HEAD {f['head'][:12]}. A prediction holds within "
+             f"{f['predictions_sha256'][:12]}), written before any of these runs; {H.when(out)}. A prediction holds within "
              f"±{out['tolerance_pct']:g} % of the measured point (geometric mean over rounds); undetermined where "
              f"the measured interval is wider than that. Null models: the 1-replica run of the same loop in the "
              f"same rounds (no speed-up: its time; linear: its time / N).",
@@ -295,7 +297,9 @@ def validate(params, params_path: str = "params.yaml") -> int:
         run_in(ws, "rounds")
         measured = R.load(list(raw["variants"]), ws / paths.ROUNDS)
         rows += judge_setting(name, pred["settings"][name], measured, pred["tolerance_pct"])
-    out = {"schema_version": SCHEMA, "measured_at": provenance.now(), "frozen": frozen,
+    out = {"schema_version": SCHEMA, "judged_at": provenance.now(), "frozen": frozen,
+           "measured_from": min(r["measured_from"] for r in rows), "measured_to": max(r["measured_to"] for r in rows),
+           "measured_commits": sorted({c for r in rows for c in r["measured_commits"]}),
            "tolerance_pct": pred["tolerance_pct"], **provenance.git_state(),
            "rows": [{**r, **frozen} for r in rows], "summary": H.summary(rows)}
     write_json(H.VALIDATION, out)

@@ -5,7 +5,7 @@ Both files are inputs of the report stage; neither is written by it."""
 
 from __future__ import annotations
 
-from ..heldout import summary
+from ..heldout import summary, when
 from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED
 from ..render import bullets, table
 
@@ -124,8 +124,8 @@ def heldout_section(validation: dict | None, predictions: dict | None, predictio
     stale = f["predictions_sha256"] != predictions_sha256
     b += [f"Predictions: predictions/heldout.json, written {predictions['written_at'][:16].replace('T', ' ')} UTC "
           f"at {predictions['git_commit'][:12]} and committed at {f['predictions_commit'][:12]} (sha256 "
-          f"{f['predictions_sha256'][:12]}); measured {validation['measured_at'][:16].replace('T', ' ')} UTC at "
-          f"HEAD {f['head'][:12]}, {rows[0]['rounds'] if rows else 0} interleaved rounds per setting. A prediction "
+          f"{f['predictions_sha256'][:12]}); {when(validation)}, {rows[0]['rounds'] if rows else 0} interleaved "
+          f"rounds per setting. A prediction "
           f"holds within ±{validation['tolerance_pct']:g} % of the measured point (geometric mean over rounds), "
           f"undetermined where the measured interval is itself wider; the null models come from the 1-replica "
           f"run of the same loop in the same rounds.",
