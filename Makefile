@@ -171,7 +171,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 .PHONY: bench-ksteps
-## bench-ksteps: k steps per graph call against its committed prediction, and ours against the blog's code at >= 15 steps per epoch, in interleaved rounds -> reports/ksteps.md (about 35 min on 2 cores; KSTEPS_ARGS=--rounds 4)
+## bench-ksteps: k steps per graph call against its committed prediction, and ours against the blog's code at >= 15 steps per epoch, in interleaved rounds -> reports/ksteps.md (an hour or more on 2 cores: tracing grows with k; KSTEPS_ARGS="--k 1 5 --rounds 4")
 bench-ksteps: $(STAMP)
 	$(DVC) repro host fetch
 	$(PY) benchmarks/ksteps.py --measure $(KSTEPS_ARGS)
