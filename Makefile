@@ -17,6 +17,7 @@ export DVC_SITE_CACHE_DIR := $(abspath .dvc/tmp/site-cache)
 export MPLCONFIGDIR := $(abspath $(VENV))/matplotlib
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+KSTEPS_ARGS ?=
 GPU_CHECK_ARGS ?=
 
 .PHONY: help
@@ -168,6 +169,12 @@ gpu-check: $(STAMP)
 ## bench: vs the blog's own code, the input ceiling, overheads, make reproduce in a clone -> reports/bench.md (40-50 min on 2 cores; BENCH_ARGS=--no-reproduce)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+
+.PHONY: bench-ksteps
+## bench-ksteps: k steps per graph call against its committed prediction, and ours against the blog's code at >= 15 steps per epoch, in interleaved rounds -> reports/ksteps.md (an hour or more on 2 cores: tracing grows with k; KSTEPS_ARGS="--k 1 5 --rounds 4")
+bench-ksteps: $(STAMP)
+	$(DVC) repro host fetch
+	$(PY) benchmarks/ksteps.py --measure $(KSTEPS_ARGS)
 
 # Sharing: results/ (rounds, terms), reports/metrics.json and reports/plots/ travel with git (and `dvc exp push`);
 # the data, the report and its figures are in DVC's cache and travel with `dvc push` / `dvc pull`.

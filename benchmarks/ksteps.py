@@ -1,38 +1,65 @@
-"""The k-steps-per-call what-if, predicted before it is built (issue 35; Daydream's order).
+"""The k-steps-per-call what-if: predicted before it was built (issue 35; Daydream's order), then measured.
 
     .venv/bin/python benchmarks/ksteps.py [--images 960] [--k 1 3 5 15] [--out predictions/ksteps.json]
+    .venv/bin/python benchmarks/ksteps.py --measure [--rounds 3] [--images 960] [--k 1 3 5 15]   (make bench-ksteps)
 
-The custom loop calls one tf.function per step; at N replicas each call pays the dispatch term
-(terms: N replicas' step driven from one process, beyond contention x the step alone + the
+Predict.  The custom loop calls one tf.function per step; at N replicas each call pays the dispatch
+term (terms: N replicas' step driven from one process, beyond contention x the step alone + the
 all-reduce).  Running k steps per call pays it once per k steps.  This writes what the model says
 that does to the N-replica epoch (heldout.ksteps) at the reference settings with `--images`
 images (960 = 15 steps of 2 x 32, the blog's 3,670 / 256 steps per epoch or more), from the
 committed terms and the custom loop's twin step in the committed rounds.  Commit the file before
 the feature is built and measured.  Reads results only: no TensorFlow, under a second.
+
+Measure (`--measure`).  Interleaved rounds (a Williams order, every run its own process, the host's
+measurement lock held), all at the prediction's settings (`--images` images, the params' image
+size, batch and timed epochs, one warm-up epoch):
+  * ours, custom loop at N x c (N = `replicas: auto`), train.custom_steps_per_call = each k;
+  * the blog's code (benchmarks/blog_port.py) at its fastest setting here, TensorFlow's defaults
+    (its own thread pools, oneDNN off) on the same cores: its custom loop at N x c and its fit() at
+    1 x c, the blog's fastest multi-GPU run and its single-GPU run;
+  * ours, fit() at 1 x c.
+Then: each k's seconds against the committed prediction (on the point, predict.judge) and as a
+paired ratio to k = 1 against the predicted ratio; ours/blog as paired ratios over the blog's window
+(the whole timed call), target <= 0.90 on the whole 95 % interval, at N x c (every k) and at 1 x c
+(fit).  Writes reports/ksteps.json and reports/ksteps.md, with the prediction's commit beside.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
-from flowerbench import heldout, paths, predict, provenance  # noqa: E402
+from flowerbench import heldout, paths, predict, provenance, render, rounds, stats  # noqa: E402
 from flowerbench.config import load_params  # noqa: E402
 from flowerbench.dataset import steps_per_epoch  # noqa: E402
-from flowerbench.io import write_json  # noqa: E402
+from flowerbench.io import atomic_write, write_json  # noqa: E402
 from flowerbench.validate import reference_rows  # noqa: E402
+
+PREDICTION = Path("predictions") / "ksteps.json"
+TARGET = 0.90   # ours / the blog's code's seconds, on the whole 95 % interval
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--images", type=int, default=960)
     ap.add_argument("--k", type=int, nargs="+", default=[1, 3, 5, 15])
-    ap.add_argument("--out", type=Path, default=Path("predictions") / "ksteps.json")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="predictions/ksteps.json (predict) | reports/ksteps.json (measure; .md beside)")
+    ap.add_argument("--measure", action="store_true", help="measure the k-steps loop and the blog's code")
+    ap.add_argument("--rounds", type=int, default=3, help="measure: interleaved rounds (>= 2: an interval)")
     a = ap.parse_args()
+    if a.measure:
+        return measure(a)
+    a.out = a.out or PREDICTION
     params = load_params("params.yaml")
     terms = predict.load_terms(paths.TERMS)
     n = max(int(k) for k in terms["contention"])
@@ -54,6 +81,169 @@ def main() -> int:
         print(f"[ksteps] {n} replicas, k = {k}: {v['seconds']:.2f} s ({v['over_smallest_k']:.3f} of k = 1)")
     print(f"[ksteps] -> {a.out}; commit it before the k-steps loop is built")
     return 0
+
+
+# --------------------------------------------------------------------------- measure
+
+
+def run_names(ks: list[int]) -> list[str]:
+    return [*(f"ours_custom_N_k{k}" for k in ks), "blog_custom_N", "ours_fit_1", "blog_fit_1"]
+
+
+def prediction_commit(path: Path) -> dict:
+    """The commit that last changed the prediction file, and when (git shows it older than the runs)."""
+    import subprocess
+
+    out = subprocess.run(["git", "log", "-1", "--format=%H %cI", "--", str(path)], cwd=REPO, capture_output=True,
+                         text=True).stdout.split()
+    return {"commit": out[0], "committed_at": out[1]} if len(out) == 2 else {"commit": None, "committed_at": None}
+
+
+def _ratio(runs: dict, num: str, den: str, key: str) -> dict:
+    return stats.paired([r[key] for r in runs[num]], [r[key] for r in runs[den]]).as_dict()
+
+
+def analyse(runs: dict[str, list[dict]], prediction: dict, ks: list[int]) -> dict:
+    """Each k against the prediction (seconds on the point; the ratio to k = 1 paired in each round)
+    and ours against the blog's code (paired, the blog's window), from the runs of every round."""
+    by_k = prediction["n_replicas"]["by_k"]
+    k_rows = []
+    for k in ks:
+        timed = [r["timed_seconds"] for r in runs[f"ours_custom_N_k{k}"]]
+        est = stats.geometric(timed)
+        row = {"k": k, "measured_seconds": est.point, "low": est.low, "high": est.high,
+               "warmup_seconds": [r["warmup_seconds"] for r in runs[f"ours_custom_N_k{k}"]]}
+        p = by_k.get(str(k))
+        if p:
+            row.update(predicted_seconds=p["seconds"], error_pct=predict.error_pct(p["seconds"], est.point),
+                       verdict=predict.judge(p["seconds"], est.point, est.low, est.high),
+                       predicted_over_k1=p["over_smallest_k"])
+        if k != ks[0]:
+            over = _ratio(runs, f"ours_custom_N_k{k}", f"ours_custom_N_k{ks[0]}", "timed_seconds")
+            row["measured_over_k1"] = over
+            if p:
+                row["ratio_error_pct"] = predict.error_pct(p["over_smallest_k"], over["point"])
+                row["ratio_verdict"] = predict.judge(p["over_smallest_k"], over["point"], over["low"], over["high"])
+        k_rows.append(row)
+    peers = []
+    for k in ks:
+        est = _ratio(runs, f"ours_custom_N_k{k}", "blog_custom_N", "call_seconds")
+        peers.append({"budget": "N x c", "ours": f"custom loop, k = {k}", "blog": "custom loop (whole epoch "
+                      "in one tf.function)", **est, "meets": est["high"] is not None and est["high"] <= TARGET})
+    est = _ratio(runs, "ours_fit_1", "blog_fit_1", "call_seconds")
+    peers.append({"budget": "1 x c", "ours": "fit()", "blog": "fit()", **est,
+                  "meets": est["high"] is not None and est["high"] <= TARGET})
+    seconds = {name: stats.geometric([r["call_seconds"] for r in rs]).as_dict() for name, rs in runs.items()}
+    return {"by_k": k_rows, "ours_over_blog": peers, "call_seconds": seconds}
+
+
+def _iv(point: float, low, high, spec: str = ".3f") -> str:
+    return f"{point:{spec}}" + ("" if low is None else f" [{low:{spec}}, {high:{spec}}]")
+
+
+def markdown(out: dict) -> str:
+    pc, st = out["prediction"], out["settings"]
+    lines = [f"# The k-steps what-if, measured ({out['date']})",
+             f"Host: {out['cpu_model']}, {out['usable_cores']} usable cores, no GPU (a CPU run: replicas are logical "
+             f"CPU devices, never a GPU result). Data: {out['data_source']}. ResNet50, {st['images']} images at "
+             f"{st['image_size']} px, batch {st['batch']} per replica ({out['steps_per_epoch_N']} steps per epoch at "
+             f"{out['replicas']} replicas), 1 warm-up + {st['epochs']} timed epochs; {st['rounds']} interleaved rounds "
+             f"(a Williams order), each run its own process. Code {(out['git_commit'] or 'unknown')[:12]}"
+             f"{' (dirty tree)' if out.get('git_dirty') else ''}; the prediction (predictions/ksteps.json) was "
+             f"committed at {(pc['commit'] or 'uncommitted')[:12]} ({pc['committed_at']}), before this run.",
+             "## k steps per call against the prediction",
+             f"Seconds: the timed epochs of one process, geometric mean [95 % interval] over the rounds; the "
+             f"prediction holds within +-{predict.TOLERANCE_PCT:.0f} % of the measured point, undetermined where the "
+             f"measured interval is itself wider. The ratio to k = {out['ks'][0]} is paired inside each round.",
+             render.table(["k", "calls per epoch", "predicted s", "measured s [95% CI]", "error", "verdict",
+                           f"predicted / k={out['ks'][0]}", f"measured / k={out['ks'][0]} [95% CI]", "verdict (ratio)",
+                           "warm-up s (tracing)"],
+                          [[r["k"], -(-out["steps_per_epoch_N"] // r["k"]),
+                            f"{r['predicted_seconds']:.1f}" if "predicted_seconds" in r else "-",
+                            _iv(r["measured_seconds"], r["low"], r["high"], ".1f"),
+                            f"{r['error_pct']:+.1f} %" if "error_pct" in r else "-", r.get("verdict", "-"),
+                            f"{r['predicted_over_k1']:.3f}" if "predicted_over_k1" in r else "-",
+                            _iv(r["measured_over_k1"]["point"], r["measured_over_k1"]["low"],
+                                r["measured_over_k1"]["high"]) if "measured_over_k1" in r else "1",
+                            r.get("ratio_verdict", "-"),
+                            f"{min(r['warmup_seconds']):.0f}-{max(r['warmup_seconds']):.0f}"] for r in out["by_k"]]),
+             "## Ours against the blog's code",
+             "The blog's code (benchmarks/blog_port.py) at its fastest setting here: TensorFlow's defaults (its "
+             "own thread pools, oneDNN off) on the same cores as ours. Seconds over the blog's window (the whole "
+             "timed call), ours / the blog's paired inside each round; the target "
+             f"<= {TARGET} is met only when the whole 95 % interval is.",
+             render.table(["budget", "ours", "the blog's", "ours / blog [95% CI]", "target", "meets"],
+                          [[r["budget"], r["ours"], r["blog"], _iv(r["point"], r["low"], r["high"]), f"<= {TARGET}",
+                            "yes" if r["meets"] else "NO"] for r in out["ours_over_blog"]]),
+             "Whole-call seconds per run, geometric mean [95 % interval]:",
+             render.table(["run", "seconds"], [[k, _iv(v["point"], v["low"], v["high"], ".2f")]
+                                               for k, v in out["call_seconds"].items()])]
+    return "\n\n".join(lines) + "\n"
+
+
+def measure(a) -> int:
+    import shutil
+    import tempfile
+
+    import yaml
+
+    import run as bench
+    from flowerbench import host
+    from flowerbench.hostlock import measuring
+
+    os.chdir(REPO)
+    if a.rounds < 2:
+        sys.exit("ksteps: --rounds must be at least 2 (an interval needs two rounds)")
+    prediction = json.loads(PREDICTION.read_text())
+    params = load_params("params.yaml")
+    ks = sorted(set(a.k))
+    out_json = a.out or Path("reports") / "ksteps.json"
+    if not paths.MANIFEST.exists():
+        sys.exit("ksteps: no data yet; run `make fetch` (or `python -m flowerbench fetch`) first")
+    n = bench.auto_replicas()
+    px, b, epochs = params.data.image_size, params.train.batch_size_per_replica, params.train.epochs
+    tmp = Path(tempfile.mkdtemp(prefix="flowerbench-ksteps-"))
+    try:
+        git, t_start = provenance.git_state(), time.perf_counter()
+        work = bench.make_workdir(tmp, a.images, px, b, epochs)
+        base = yaml.safe_load((work / "params.yaml").read_text())
+        for k in ks:
+            base["train"].update(custom_graph="step", custom_steps_per_call=k)
+            (work / f"params-k{k}.yaml").write_text(yaml.safe_dump(base, sort_keys=False))
+        plan = {f"ours_custom_N_k{k}": (lambda k=k: bench.ours(work, "rn_custom", f"params-k{k}.yaml")) for k in ks}
+        plan.update(blog_custom_N=lambda: bench.blog(work, "custom", n, px, b, epochs, tf_defaults=True),
+                    ours_fit_1=lambda: bench.ours(work, "single_fit"),
+                    blog_fit_1=lambda: bench.blog(work, "fit", 1, px, b, epochs, tf_defaults=True))
+        order = rounds.order(list(plan), a.rounds, params.seed)
+        runs: dict[str, list[dict]] = {}
+        total, done = a.rounds * len(plan), 0
+        with measuring(f"benchmarks/ksteps.py --measure, {a.rounds} rounds"):
+            for i, names in enumerate(order):
+                for name in names:
+                    r = plan[name]()
+                    runs.setdefault(name, []).append(r)
+                    done += 1
+                    left = (time.perf_counter() - t_start) / done * (total - done)
+                    print(f"[ksteps] round {i + 1}/{a.rounds} {name}: call {r['call_seconds']:.2f} s "
+                          f"(process {r['wall_seconds']:.0f} s); {done}/{total} done, about {left / 60:.0f} min left",
+                          file=sys.stderr, flush=True)
+        machine = host.describe()
+        out = {"date": provenance.now(), **git, "cpu_model": machine["cpu_model"],
+               "usable_cores": machine["usable_cores"], "gpu_count": machine["gpu_count"],
+               "device_kind": "cpu (logical replicas)", "versions": provenance.versions(),
+               "data_source": json.loads(paths.MANIFEST.read_text()).get("label", "unknown"),
+               "settings": {"images": a.images, "image_size": px, "batch": b, "epochs": epochs, "rounds": a.rounds},
+               "replicas": n, "steps_per_epoch_N": steps_per_epoch(a.images, n * b), "ks": ks,
+               "prediction": {**prediction_commit(PREDICTION), "sha256": heldout.sha256(PREDICTION)},
+               "order": order, **analyse(runs, prediction, ks), "runs": runs,
+               "bench_seconds": time.perf_counter() - t_start}
+        write_json(out_json, out)
+        md = markdown(out)
+        atomic_write(out_json.with_suffix(".md"), md)
+        print(md)
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

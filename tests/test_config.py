@@ -46,6 +46,11 @@ def test_params_are_frozen():
     ({"data": {"max_images": 0}}, "data.max_images: must be >= 1, got 0"),
     ({"sweep": {"replicas": [2, 0]}}, "sweep.replicas: each entry must be between 1 and 64, got 0"),
     ([1, 2], "top level must be a mapping"),
+    ({"train": {"custom_steps_per_call": 3, "custom_graph": "epoch"}},
+     "train.custom_steps_per_call: 3 steps per call needs train.custom_graph: step"),
+    ({"train": {"custom_steps_per_call": 3, "step_timing": True}},
+     "train.custom_steps_per_call: 3 steps per call hides the steps inside one graph call"),
+    ({"train": {"custom_steps_per_call": 0}}, "train.custom_steps_per_call: must be >= 1, got 0"),
 ])
 def test_validation_messages_name_the_key(raw, needle):
     with pytest.raises(ParamsError) as e:

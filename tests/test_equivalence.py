@@ -74,3 +74,16 @@ def test_per_replica_batchnorm_differs_synchronized_batchnorm_matches(steps):
     assert _maxdiff(steps[2]["bn_sync"], steps[1]["bn_sync"]) < TOL
     for n in (2, 4):  # and in fit()
         assert _maxdiff(steps[n]["fit_bn_sync"], steps[1]["fit_bn_sync"]) < TOL
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_k_steps_per_call_give_the_update_of_k_calls(steps, n):
+    """train.custom_steps_per_call: k steps unrolled into one graph call (3, then the remainder's 1;
+    and all 4 in one) end where 4 calls of one step end, on 1, 2 and 4 replicas (a call that ran
+    only some of its steps, or out of order, would not); and the steps moved the weights."""
+    one_call_per_step = steps[n]["epoch_k1"]
+    for k in (3, 4):
+        assert _maxdiff(steps[n][f"epoch_k{k}"], one_call_per_step) < TOL
+    assert _maxdiff(one_call_per_step, steps[1]["epoch_k1"]) < TOL
+    init = steps[1]["init_trainable"]
+    assert _maxdiff(one_call_per_step, init) > 1e-2

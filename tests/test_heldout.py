@@ -122,3 +122,55 @@ def test_the_ksteps_prediction_is_written_from_the_committed_terms_and_rounds(tm
     assert by_k["1"]["seconds"] > by_k["3"]["seconds"] > by_k["15"]["seconds"]   # fewer calls, less dispatch
     assert p["terms_sha256"] == heldout.sha256(REPO / "results" / "model-terms.json")
     assert len({v["seconds"] for v in p["one_replica"]["by_k"].values()}) == 1    # no dispatch on one replica
+
+
+def _ksteps_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_ksteps", REPO / "benchmarks" / "ksteps.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_ksteps_measurement_is_judged_against_the_prediction_and_the_blogs_code():
+    """benchmarks/ksteps.py --measure's analysis on recorded runs (the runs are ResNet50 processes,
+    minutes each): each k's seconds on the point against the prediction, the ratio to k = 1 paired
+    inside each round, ours / the blog's code paired on the blog's window with the target on the
+    whole interval, and the table that says so."""
+    ks = _ksteps_module()
+    prediction = {"n_replicas": {"by_k": {"1": {"seconds": 40.0, "over_smallest_k": 1.0},
+                                          "15": {"seconds": 30.0, "over_smallest_k": 0.75}}}}
+    timed = {1: [41.0, 41.5, 40.5], 15: [35.0, 35.5, 34.5]}   # k = 15: 0.85 of k = 1 in every round
+
+    def run(t, call=None):
+        return {"timed_seconds": t, "call_seconds": call or t + 1.0, "warmup_seconds": 60.0}
+
+    runs = {f"ours_custom_N_k{k}": [run(t) for t in v] for k, v in timed.items()}
+    runs["blog_custom_N"] = [run(None, c) for c in (44.0, 47.0, 41.0)]
+    runs["ours_fit_1"] = [run(None, c) for c in (30.0, 31.0, 29.0)]
+    runs["blog_fit_1"] = [run(None, c) for c in (50.0, 52.0, 49.0)]
+    out = ks.analyse(runs, prediction, [1, 15])
+    k1, k15 = out["by_k"]
+    assert k1["measured_seconds"] == pytest.approx((41.0 * 41.5 * 40.5) ** (1 / 3))
+    assert k1["error_pct"] == pytest.approx((40.0 / k1["measured_seconds"] - 1) * 100)
+    assert k1["verdict"] == predict.HOLDS                        # -2.4 %, the interval within +-10 %
+    assert k15["error_pct"] < -10 and k15["verdict"] == predict.MISSED
+    ratios = [35 / 41, 35.5 / 41.5, 34.5 / 40.5]
+    assert k15["measured_over_k1"]["point"] == pytest.approx((ratios[0] * ratios[1] * ratios[2]) ** (1 / 3))
+    assert k15["ratio_error_pct"] == pytest.approx((0.75 / k15["measured_over_k1"]["point"] - 1) * 100)
+    assert "measured_over_k1" not in k1
+    peers = {(r["budget"], r["ours"]): r for r in out["ours_over_blog"]}
+    fit = peers["1 x c", "fit()"]
+    assert fit["point"] == pytest.approx(((30 / 50) * (31 / 52) * (29 / 49)) ** (1 / 3)) and fit["meets"]
+    k1_peer = peers["N x c", "custom loop, k = 1"]
+    assert k1_peer["low"] < 1.0 < k1_peer["high"] and not k1_peer["meets"]   # a tie is no target met
+    md = ks.markdown({"date": "2026-12-07", "cpu_model": "AMD EPYC", "usable_cores": 2, "git_commit": "abc",
+                      "data_source": "synthetic stand-in (NOT the real flower_photos)", "replicas": 2,
+                      "settings": {"images": 960, "image_size": 32, "batch": 32, "epochs": 3, "rounds": 3},
+                      "steps_per_epoch_N": 15, "ks": [1, 15], "prediction": {"commit": "4be7859abc",
+                                                                              "committed_at": "2026-12-07"},
+                      **out})
+    assert "no GPU (a CPU run" in md and "NOT the real flower_photos" in md and "4be7859abc" in md
+    assert f"| 15 | 1 | 30.0 | {k15['measured_seconds']:.1f} [" in md and "| MISSED |" in md
+    assert "| 1 x c | fit() | fit() |" in md and "| yes |" in md and "| NO |" in md

@@ -116,11 +116,13 @@ def test_same_seed_same_training(workdir):
     assert a["epoch_loss"] == b["epoch_loss"] and a["final_accuracy"] == b["final_accuracy"]
 
 
-def test_repeats_strong_scaling_and_mixed_precision_in_the_custom_loop(workdir):
+def test_repeats_strong_scaling_mixed_precision_and_k_steps_per_call_in_the_custom_loop(workdir):
     r, _ = _train(workdir, "mirrored_custom", **{"train.scaling": "strong", "train.batch_size_per_replica": 8,
                                                  "train.repeats": 3, "train.epochs": 1,
-                                                 "train.mixed_precision": True})
+                                                 "train.mixed_precision": True, "train.custom_steps_per_call": 3})
     assert r["global_batch_size"] == 8 and r["batch_size_per_replica"] == 4 and r["scaling"] == "strong"
+    # 30 images in 4 global batches, 3 per graph call and the remainder's 1: every image, every epoch
+    assert r["custom_steps_per_call"] == 3 and r["steps_per_epoch"] == 4 and r["epoch_images"] == [30] * 3
     assert len(r["repeat_seconds"]) == 3 and len(r["epoch_seconds"]) == 3
     assert r["timed_seconds"] == pytest.approx(sorted(r["repeat_seconds"])[1])  # the median repeat
     # The whole-call window (the blog's time.time()) holds each repeat's epochs, a little more.

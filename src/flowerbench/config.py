@@ -94,6 +94,9 @@ class TrainParams(_Section):
     steps_per_execution: int = Field(1, ge=1, le=1000)
     # custom loop: epoch = the whole epoch in one tf.function (the blog); step = one per batch
     custom_graph: Literal["epoch", "step"] = "step"
+    # custom loop, custom_graph=step: global batches per tf.function call, unrolled (loops.py); fit()
+    # has steps_per_execution, refused at >= 2 replicas (keras-team/keras#19246)
+    custom_steps_per_call: int = Field(1, ge=1, le=1000)
     # time every step too (one host sync per step): results gain step_seconds and harness_ratio
     step_timing: bool = False
     device: Literal["auto", "gpu", "cpu"] = "auto"
@@ -257,6 +260,13 @@ class Params(_Section):
         url = urlsplit(self.data.url)
         if url.scheme not in ("http", "https") or not url.netloc:
             raise ValueError(f"data.url: must be an http(s) URL with a host, got {self.data.url!r}")
+        k = self.train.custom_steps_per_call
+        if k > 1 and self.train.custom_graph != "step":
+            raise ValueError(f"train.custom_steps_per_call: {k} steps per call needs train.custom_graph: step "
+                             f"(custom_graph {self.train.custom_graph!r} runs the whole epoch in one call already)")
+        if k > 1 and self.train.step_timing:
+            raise ValueError(f"train.custom_steps_per_call: {k} steps per call hides the steps inside one graph "
+                             f"call, so train.step_timing cannot time them; set one of the two back (1 / false)")
         if self.sweep.replicas and not self.sweep.loops:
             raise ValueError(f"sweep.loops: empty, so sweep.replicas {self.sweep.replicas} would run nothing; "
                              f"list fit and/or custom")

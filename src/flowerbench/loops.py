@@ -23,8 +23,18 @@ fit     `model.compile(...)` + `model.fit(...)`; Keras scales the loss by the
         global batch and splits the batch across replicas itself.
 custom  the blog's loop: `strategy.run(step)` per global batch, `strategy.reduce(SUM)`,
         the loss scaled by the global batch; `train.custom_graph` says how it is traced:
-        `step` (the default: one `tf.function` per global batch, driven from Python) or
-        `epoch` (the blog's: the whole epoch inside one `tf.function`).
+        `step` (the default: one `tf.function` call per `train.custom_steps_per_call` global
+        batches, driven from Python) or `epoch` (the blog's: the whole epoch inside one
+        `tf.function`).
+
+k steps per call (`custom_steps_per_call` = k > 1, custom_graph=step): the k steps are unrolled
+into one graph at trace time (a Python loop over k batches handed in as arguments; not a
+`tf.range` while-loop, the form that runs about 2.7x slower on one CPU replica), so each call
+pays the host's dispatch once for k steps.  The steps stay in order (each reads the variables
+the one before it wrote: tf.function's automatic control dependencies) and give the update of k
+single calls (tests/test_equivalence.py).  An epoch of S steps makes S // k calls of k and one
+of S mod k; each size is traced once, in the warm-up (tracing grows with k).  Per-step timing
+is lost inside a call, so `step_timing` needs k = 1.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ class LoopConfig:
     keras_verbose: int = 0
     custom_graph: str = "epoch"
     step_timing: bool = False
+    custom_steps_per_call: int = 1
 
 
 @dataclass
@@ -189,7 +200,7 @@ def make_train_step(model, optimizer, global_batch_size: int, jit_compile: bool 
     return tf.function(step, jit_compile=True) if jit_compile else step
 
 
-def make_epoch_fn(strategy, step, graph: str = "epoch"):
+def make_epoch_fn(strategy, step, graph: str = "epoch", steps_per_call: int = 1):
     """One epoch over a distributed dataset -> (sum of losses, correct, count).
 
     graph="epoch": the blog's design, the whole epoch inside one `tf.function`
@@ -197,7 +208,10 @@ def make_epoch_fn(strategy, step, graph: str = "epoch"):
     `tf.function` per global batch driven from Python, as Keras' own fit() does
     (much faster on CPU: docs/performance.md).  Both return a callable of one
     signature, `(batches, step_times=None) -> (loss_sum, correct, count)`;
-    `step_times` is filled only by graph="step", where steps are visible."""
+    `step_times` is filled only by graph="step", where steps are visible.
+    `steps_per_call` (graph="step"): global batches per graph call, unrolled (module docstring)."""
+    if steps_per_call < 1 or (steps_per_call > 1 and graph != "step"):
+        raise ValueError(f"steps_per_call {steps_per_call}: a positive count, above 1 only with graph='step'")
     import tensorflow as tf
 
     def reduced(x, y):
@@ -216,7 +230,19 @@ def make_epoch_fn(strategy, step, graph: str = "epoch"):
 
     if graph == "epoch":
         return lambda batches, step_times=None: epoch(batches)
-    step_fn = tf.function(reduced)
+    calls = {1: tf.function(reduced)}  # steps per call -> its graph
+
+    def unrolled(*xy):
+        """len(xy) // 2 steps in one graph, in order; their sums."""
+        totals = [tf.constant(0.0)] * 3
+        for i in range(0, len(xy), 2):  # a Python loop: unrolled while tracing
+            totals = [t + v for t, v in zip(totals, reduced(xy[i], xy[i + 1]))]
+        return tuple(totals)
+
+    def call(group: list):
+        if len(group) not in calls:
+            calls[len(group)] = tf.function(unrolled)
+        return calls[len(group)](*itertools.chain.from_iterable(group))
 
     def epoch_from_python(batches, step_times: Optional[list] = None):
         """`batches`: a distributed dataset, or the next steps of one long-lived iterator."""
@@ -224,14 +250,13 @@ def make_epoch_fn(strategy, step, graph: str = "epoch"):
         it = iter(batches)
         while True:
             t0 = time.perf_counter()
-            try:
-                x, y = next(it)
-            except StopIteration:
+            group = list(itertools.islice(it, steps_per_call))
+            if not group:
                 return tuple(totals)
-            values = step_fn(x, y)
-            totals = [t + v for t, v in zip(totals, values)]  # stays on device: no sync per step ...
+            values = call(group)
+            totals = [t + v for t, v in zip(totals, values)]  # stays on device: no sync per call ...
             if step_times is not None:
-                values[2].numpy()  # ... unless each step is timed: then wait for it
+                values[2].numpy()  # ... unless each step is timed (k = 1): then wait for it
                 step_times.append(time.perf_counter() - t0)
 
     return epoch_from_python
@@ -248,7 +273,7 @@ def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg:
                on_epoch: Optional[EpochHook] = None) -> LoopResult:
     """The custom loop under `strategy`; the optimizer's slots exist already (build_optimizer_in_scope)."""
     step = make_train_step(model, optimizer, global_batch_size, jit_compile=cfg.jit_compile)
-    epoch_fn = make_epoch_fn(strategy, step, cfg.custom_graph)
+    epoch_fn = make_epoch_fn(strategy, step, cfg.custom_graph, cfg.custom_steps_per_call)
     res = LoopResult()
     steps = known_steps(dataset)
     if cfg.custom_graph == "step" and steps:

@@ -53,6 +53,9 @@ class Result(BaseModel):
     jit_compile: bool
     steps_per_execution: int
     custom_graph: Literal["epoch", "step"]
+    # the custom loop's global batches per graph call (train.custom_steps_per_call); None: fit(), or a
+    # result written before the key existed (then 1)
+    custom_steps_per_call: Optional[int] = None
     parameter_count: int
     num_classes: int
     class_names: list[str]

@@ -145,6 +145,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
         "final_loss": res.final_loss, "final_accuracy": res.final_accuracy,
         "mixed_precision": params.train.mixed_precision, "jit_compile": params.train.jit_compile,
         "steps_per_execution": params.train.steps_per_execution, "custom_graph": params.train.custom_graph,
+        "custom_steps_per_call": params.train.custom_steps_per_call if variant.loop == "custom" else None,
         "num_classes": len(images.class_names), "class_names": images.class_names,
         "onednn": os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
         **step_stats(res, params.train.step_timing),
@@ -225,7 +226,8 @@ def train_variant(params: Params, variant: Variant, strategy, batches: Batches, 
         on_ready(model)
     cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
                      params.train.jit_compile, params.train.steps_per_execution,
-                     keras_verbose(params.train.verbose), params.train.custom_graph, params.train.step_timing)
+                     keras_verbose(params.train.verbose), params.train.custom_graph, params.train.step_timing,
+                     params.train.custom_steps_per_call)
     hook = epoch_printer(variant.name, params.train.verbose) if show_epochs else None
     t0 = time.perf_counter()
     if variant.loop == "fit":

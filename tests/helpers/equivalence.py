@@ -33,6 +33,9 @@ GLOBAL = 16
 rng = np.random.default_rng(0)
 X = rng.uniform(0, 255, (GLOBAL, 32, 32, 3)).astype("float32")
 Y = rng.integers(0, 5, GLOBAL).astype("int32")
+STEPS = 4  # the k-steps cases: an epoch of 4 global batches
+X4 = rng.uniform(0, 255, (STEPS * GLOBAL, 32, 32, 3)).astype("float32")
+Y4 = rng.integers(0, 5, STEPS * GLOBAL).astype("int32")
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,6 +70,21 @@ def one_step(n: int, loop: str, batchnorm: str, scale_batch: int | None = None,
     return [w.numpy() for w in model.trainable_weights]
 
 
+def one_epoch_k(n: int, k: int) -> list[np.ndarray]:
+    """One epoch of STEPS SGD steps through the custom loop's step graph, k steps per graph call
+    (k = 3: a call of 3, then the remainder's call of 1)."""
+    s = strategy(n)
+    with s.scope():
+        model = build_model("tiny", 32, 5, "none")
+        opt = keras.optimizers.SGD(learning_rate=0.5)
+    model.set_weights(initial("none"))
+    build_optimizer_in_scope(s, model, opt)
+    ds = tf.data.Dataset.from_tensor_slices((X4, Y4)).batch(GLOBAL)
+    make_epoch_fn(s, make_train_step(model, opt, GLOBAL), "step", steps_per_call=k)(
+        s.experimental_distribute_dataset(ds))
+    return [w.numpy() for w in model.trainable_weights]
+
+
 CASES = {  # name -> (loop, batchnorm, divisor of the loss; None = the global batch)
     "custom": ("custom", "none", None), "fit": ("fit", "none", None), "custom_step": ("custom_step", "none", None),
     "custom_misscaled": ("custom", "none", "per_replica"),
@@ -86,6 +104,8 @@ if __name__ == "__main__":
             w = one_step(n, loop.split("_")[0], bn, scale_batch=GLOBAL // n if div else None,
                          graph="step" if loop.endswith("_step") else "epoch")
             arrays[name] = np.concatenate([x.ravel() for x in w])
+        for k in (1, 3, STEPS):
+            arrays[f"epoch_k{k}"] = np.concatenate([x.ravel() for x in one_epoch_k(n, k)])
         init = initial("none")
         arrays["init_trainable"] = np.concatenate([x.ravel() for x in init])
         np.savez(f"{out_dir}/r{n}.npz", **arrays)
