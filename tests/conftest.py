@@ -270,7 +270,9 @@ def _build_pipeline(repo: Path) -> None:
     from flowerbench.config import resolved_dict, validate
 
     for item in ("dvc.yaml", "src", ".dvc/config", ".dvc/.gitignore", ".dvc/plots", ".gitignore", ".dvcignore",
-                 "data/.gitignore", "reports/.gitignore", "requirements.lock"):
+                 "data/.gitignore", "reports/.gitignore", "requirements.lock",
+                 # the report reads the committed held-out predictions and their validation, as a clone has them
+                 "predictions/heldout.json", "reports/validation/validation.json"):
         src = REPO / item
         if src.is_dir():
             shutil.copytree(src, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))

@@ -150,7 +150,8 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     assert r["host"]["usable_cores"] == len(os.sched_getaffinity(0)) and "hostname" not in r["host"]
     assert "data/host.json" in git("ls-files", "data", cwd=repo).split()
     figs = sorted(p.name for p in (repo / "reports" / "figures").glob("*.png"))
-    assert figs == ["epoch_seconds.png", "reduction.png", "scaling.png", "timed_seconds.png", "vs_blog.png"]
+    assert figs == ["epoch_seconds.png", "heldout.png", "reduction.png", "scaling.png", "timed_seconds.png",
+                    "vs_blog.png"]                       # heldout.png: the committed held-out validation
     html = (repo / "reports" / "report.html").read_text()
     assert html.count("data:image/png;base64,") == 5 and "SYNTHETIC DATA" in html
     # the 4-replica runs shared 2 cores: labelled; the 2-replica sweep point owned its cores
