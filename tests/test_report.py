@@ -463,6 +463,24 @@ def _heldout_files(workdir: Path) -> dict:
     return validation
 
 
+def test_strong_scaling_has_no_measured_replica_step_to_diagnose_with(tmp_path):
+    """Under strong scaling the 1-replica run steps at the global batch and each replica at 1/N of it:
+    the diagnosis does not put the one in place of the other (that row says n/a, the mean leaves it out)."""
+    import json as _json
+
+    from flowerbench.report import heldout as RH
+
+    v = _heldout_files(tmp_path)
+    pred = _json.loads((tmp_path / "predictions" / "heldout.json").read_text())
+    pred["settings"]["strong"] = {**pred["settings"]["px64"], "overrides": {"train.scaling": "strong"}}
+    rows = v["rows"] + [{**v["rows"][0], "setting": "strong"}]
+    diag = RH.diagnosis(rows, pred)
+    assert [d["step_measured"] is None for d in diag] == [False, False, True]
+    assert diag[2]["step_used"] == pytest.approx(diag[0]["step_used"])       # what the prediction used, still shown
+    assert "| strong custom | 1.333 | n/a (strong scaling: the 1-replica run steps at the global batch) |" in (
+        RH.diagnosis_table(diag))
+
+
 def test_the_held_out_predictions_are_reported_beside_their_measurement_and_the_nulls(workdir):
     fake_results(workdir / "results")
     v = _heldout_files(workdir)

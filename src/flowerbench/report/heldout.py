@@ -63,17 +63,17 @@ def summary_line(v: dict, tolerance_pct: float) -> str:
 
 def overhead_lines(rows: list[dict], predictions: dict) -> list[str]:
     """Per setting and loop: the share of the predicted epoch that N replicas add (all-reduce and
-    dispatch, carried over from the reference), and the speed-up over the 1-replica run of the same
-    rounds, predicted and measured: if the overheads' share shrinks as compute grows (224 px), the
-    measured speed-up must rise with it."""
+    dispatch, carried over from the reference), and the measured 1-replica run's time (same rounds)
+    over the N-replica time, predicted and measured: if the overheads' share shrinks as compute grows
+    (224 px), the measured speed-up must rise with it."""
     out = []
     for r in sorted(rows, key=lambda r: (r["loop"], r["setting"])):
         p = predictions["settings"][r["setting"]]["predictions"][r["loop"]]
         share = sum(p["terms_seconds"][k] for k in OVERHEADS) / p["seconds"] * 100.0
         single = r["nulls"]["no_speedup"]["predicted_seconds"]
-        out.append(f"{label(r)}: all-reduce + dispatch {share:.0f} % of the predicted epoch; speed-up over one "
-                   f"replica predicted {single / r['predicted_seconds']:.2f}x, measured "
-                   f"{single / r['measured_seconds']:.2f}x")
+        out.append(f"{label(r)}: all-reduce + dispatch {share:.0f} % of the predicted epoch; the 1-replica run's "
+                   f"time over the N-replica time: {single / r['predicted_seconds']:.2f}x with the predicted one, "
+                   f"measured {single / r['measured_seconds']:.2f}x")
     return out
 
 
@@ -89,10 +89,13 @@ def diagnosis(rows: list[dict], predictions: dict) -> list[dict]:
         p = s["predictions"][r["loop"]]
         t, kappa = p["terms_seconds"], p["carried"]["contention"]
         epochs, steps_n = s["epochs"], s["steps_per_epoch"]
-        strong = s["overrides"].get("train.scaling") == "strong"
-        steps_1 = steps_n if strong else -(-s["images"] // s["probe"]["batch"])
         used = t["compute"] / (epochs * steps_n * kappa)
-        measured = r["nulls"]["no_speedup"]["predicted_seconds"] / (epochs * steps_1)
+        if s["overrides"].get("train.scaling") == "strong":
+            # its 1-replica run steps at the global batch, each replica at 1/N of it: no step of the
+            # replica's batch was measured in these rounds, so there is nothing to put in its place
+            out.append({"label": label(r), "step_used": used, "step_measured": None})
+            continue
+        measured = r["nulls"]["no_speedup"]["predicted_seconds"] / (epochs * -(-s["images"] // s["probe"]["batch"]))
         again = epochs * steps_n * kappa * measured + t["allreduce"] + t["input"] + t["dispatch"]
         out.append({"label": label(r), "step_used": used, "step_measured": measured,
                     "step_error_pct": (used / measured - 1) * 100, "again_seconds": again,
@@ -103,8 +106,11 @@ def diagnosis(rows: list[dict], predictions: dict) -> list[dict]:
 def diagnosis_table(diag: list[dict]) -> str:
     return table(["run", "one replica's step: used s", "measured s", "error", "N replicas with the measured step s",
                   "its error"],
-                 [[d["label"], f"{d['step_used']:.3f}", f"{d['step_measured']:.3f}", f"{d['step_error_pct']:+.1f}%",
-                   f"{d['again_seconds']:.2f}", f"{d['again_error_pct']:+.1f}%"] for d in diag])
+                 [[d["label"], f"{d['step_used']:.3f}"]
+                  + (["n/a (strong scaling: the 1-replica run steps at the global batch)", "", "", ""]
+                     if d["step_measured"] is None else
+                     [f"{d['step_measured']:.3f}", f"{d['step_error_pct']:+.1f}%", f"{d['again_seconds']:.2f}",
+                      f"{d['again_error_pct']:+.1f}%"]) for d in diag])
 
 
 def heldout_section(validation: dict | None, predictions: dict | None, predictions_sha256: str | None) -> list[str]:
@@ -139,7 +145,7 @@ def heldout_section(validation: dict | None, predictions: dict | None, predictio
               bullets([f"{label(r)}: predicted {r['predicted_seconds']:.2f} s, measured {r['measured_seconds']:.2f} s "
                        f"({r['error_pct']:+.1f} %), {_verdict(r)}" for r in misses])]
     diag = diagnosis(rows, predictions)
-    again = [abs(d["again_error_pct"]) for d in diag]
+    again = [abs(d["again_error_pct"]) for d in diag if d["step_measured"] is not None]
     b += ["Which part missed, after the fact (not a prediction, and it changes none): the one-replica step each "
           "prediction used (the probe at the setting, times the loop's factor from the reference) against the "
           "1-replica run's own step in the same rounds, and the N-replica form again with that measured step and "
@@ -147,7 +153,8 @@ def heldout_section(validation: dict | None, predictions: dict | None, predictio
           "missed and the multi-replica terms carried over; where both are large, a carried-over term did.",
           diagnosis_table(diag),
           f"With the measured one-replica step the carried-over terms give a mean absolute error of "
-          f"{sum(again) / len(again):.1f} % (largest {max(again):.1f} %)."]
+          f"{sum(again) / len(again):.1f} % (largest {max(again):.1f} %) on the {len(again)} runs that have one."
+          if again else "No run has a measured one-replica step at its replicas' batch."]
     b += ["What N replicas add, by setting (the model's claim: at 224 px, where compute dominates, the share of "
           "the all-reduce and dispatch shrinks, so the speed-up rises):", bullets(overhead_lines(rows, predictions))]
     return b
