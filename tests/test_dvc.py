@@ -153,7 +153,7 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     assert figs == ["epoch_seconds.png", "heldout.png", "reduction.png", "scaling.png", "timed_seconds.png",
                     "vs_blog.png"]                       # heldout.png: the committed held-out validation
     html = (repo / "reports" / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 5 and "SYNTHETIC DATA" in html
+    assert html.count("data:image/png;base64,") == len(figs) and "SYNTHETIC DATA" in html
     # the 4-replica runs shared 2 cores: labelled; the 2-replica sweep point owned its cores
     assert "OVERSUBSCRIBED: mirrored_fit (4 replicas), mirrored_custom (4 replicas)" in html
     assert json.loads((repo / "results" / "rounds" / "r01" / "sweep_r2_fit.json").read_text())["budget_kind"] == (
@@ -333,6 +333,7 @@ def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_pa
     assert status(repo) == {}
 
 
+@pytest.mark.slow   # a remote and a clone of the pipeline repo: about 20 s
 def test_push_then_a_fresh_clone_pulls_to_a_clean_status(pipeline_repo, tmp_path):
     """The Makefile's push / pull with a local DVC remote; the clone reruns nothing."""
     remote = tmp_path / "remote"

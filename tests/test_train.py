@@ -138,6 +138,7 @@ def test_repeats_strong_scaling_mixed_precision_and_k_steps_per_call_in_the_cust
 MIRRORED_FIT_KNOBS = {"data.pipeline": "tensors", "train.thread_policy": "tf_default", "train.mixed_precision": True}
 
 
+@pytest.mark.slow   # about 23 s: an XLA-compiled run (XLA on CPU compiles slowly)
 def test_knobs_run_on_cpu_at_tiny_size(workdir):
     # XLA and steps_per_execution run on one replica; on emulated replicas they are refused (below).
     # Knobs that do not interact share a run: the in-memory pipeline, TensorFlow's own thread pools
@@ -186,7 +187,8 @@ def test_resnet50_trains_end_to_end(workdir):
 
 
 @pytest.mark.parametrize("variant,graph,knobs", [("mirrored_fit", "epoch", MIRRORED_FIT_KNOBS),
-                                                 ("mirrored_custom", "step", {}), ("mirrored_custom", "epoch", {})])
+                                                 ("mirrored_custom", "step", {}),
+                                                 pytest.param("mirrored_custom", "epoch", {}, marks=pytest.mark.slow)])
 def test_step_timing_and_harness_ratio(workdir, variant, graph, knobs):
     """Every timed step is timed once; the epochs hold all 30 images though one iterator serves them
     all.  (The fit loop on one replica: test_one_replica_with_the_mirrored_runs_cores_uses_them_as_threads.)"""
