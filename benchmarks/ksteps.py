@@ -15,14 +15,15 @@ Measure (`--measure`).  Interleaved rounds (a Williams order, every run its own 
 measurement lock held), all at the prediction's settings (`--images` images, the params' image
 size, batch and timed epochs, one warm-up epoch):
   * ours, custom loop at N x c (N = `replicas: auto`), train.custom_steps_per_call = each k;
-  * the blog's code (benchmarks/blog_port.py) at its fastest setting here, TensorFlow's defaults
-    (its own thread pools, oneDNN off) on the same cores: its custom loop at N x c and its fit() at
-    1 x c, the blog's fastest multi-GPU run and its single-GPU run;
+  * the blog's code (benchmarks/blog_port.py) on the same cores, its custom loop at N x c and its
+    fit() at 1 x c (the blog's fastest multi-GPU run and its single-GPU run), at two settings, because
+    which one is its fastest is measured here, not assumed: TensorFlow's defaults as a new user runs it
+    (its own thread pools, oneDNN off) and tuned as ours (our thread pools, oneDNN on);
   * ours, fit() at 1 x c.
 Then: each k's seconds against the committed prediction (on the point, predict.judge) and as a
 paired ratio to k = 1 against the predicted ratio; ours/blog as paired ratios over the blog's window
-(the whole timed call), target <= 0.90 on the whole 95 % interval, at N x c (every k) and at 1 x c
-(fit).  Writes reports/ksteps.json and reports/ksteps.md, with the prediction's commit beside.
+(the whole timed call), target <= 0.90 on the whole 95 % interval against the blog's faster setting
+(the lower geometric mean), at N x c (every k) and at 1 x c (fit).  Writes reports/ksteps.json and reports/ksteps.md, with the prediction's commit beside.
 """
 
 from __future__ import annotations
@@ -86,8 +87,10 @@ def main() -> int:
 # --------------------------------------------------------------------------- measure
 
 
-def run_names(ks: list[int]) -> list[str]:
-    return [*(f"ours_custom_N_k{k}" for k in ks), "blog_custom_N", "ours_fit_1", "blog_fit_1"]
+# The blog's code at each setting: run-name suffix -> (label, TensorFlow's defaults?).
+BLOG_SETTINGS = {"": ("TF defaults (its own thread pools, oneDNN off)", True),
+                 "_tuned": ("tuned as ours (our thread pools, oneDNN on)", False)}
+
 
 
 def prediction_commit(path: Path) -> dict:
@@ -125,15 +128,20 @@ def analyse(runs: dict[str, list[dict]], prediction: dict, ks: list[int]) -> dic
                 row["ratio_error_pct"] = predict.error_pct(p["over_smallest_k"], over["point"])
                 row["ratio_verdict"] = predict.judge(p["over_smallest_k"], over["point"], over["low"], over["high"])
         k_rows.append(row)
-    peers = []
-    for k in ks:
-        est = _ratio(runs, f"ours_custom_N_k{k}", "blog_custom_N", "call_seconds")
-        peers.append({"budget": "N x c", "ours": f"custom loop, k = {k}", "blog": "custom loop (whole epoch "
-                      "in one tf.function)", **est, "meets": est["high"] is not None and est["high"] <= TARGET})
-    est = _ratio(runs, "ours_fit_1", "blog_fit_1", "call_seconds")
-    peers.append({"budget": "1 x c", "ours": "fit()", "blog": "fit()", **est,
-                  "meets": est["high"] is not None and est["high"] <= TARGET})
     seconds = {name: stats.geometric([r["call_seconds"] for r in rs]).as_dict() for name, rs in runs.items()}
+    budgets = [("N x c", "custom_N", "custom loop (whole epoch in one tf.function)",
+                [(f"ours_custom_N_k{k}", f"custom loop, k = {k}") for k in ks]),
+               ("1 x c", "fit_1", "fit()", [("ours_fit_1", "fit()")])]
+    peers = []
+    for budget, blog_run, blog_label, ours_runs in budgets:
+        settings = [s for s in BLOG_SETTINGS if f"blog_{blog_run}{s}" in runs]
+        fastest = min(settings, key=lambda s: seconds[f"blog_{blog_run}{s}"]["point"])
+        for name, label in ours_runs:
+            for s in settings:
+                est = _ratio(runs, name, f"blog_{blog_run}{s}", "call_seconds")
+                peers.append({"budget": budget, "ours": label, "blog": blog_label, "blog_setting": BLOG_SETTINGS[s][0],
+                              "blog_fastest": s == fastest, **est,
+                              "meets": est["high"] is not None and est["high"] <= TARGET})
     return {"by_k": k_rows, "ours_over_blog": peers, "call_seconds": seconds}
 
 
@@ -168,13 +176,17 @@ def markdown(out: dict) -> str:
                             r.get("ratio_verdict", "-"),
                             f"{min(r['warmup_seconds']):.0f}-{max(r['warmup_seconds']):.0f}"] for r in out["by_k"]]),
              "## Ours against the blog's code",
-             "The blog's code (benchmarks/blog_port.py) at its fastest setting here: TensorFlow's defaults (its "
-             "own thread pools, oneDNN off) on the same cores as ours. Seconds over the blog's window (the whole "
-             "timed call), ours / the blog's paired inside each round; the target "
-             f"<= {TARGET} is met only when the whole 95 % interval is.",
-             render.table(["budget", "ours", "the blog's", "ours / blog [95% CI]", "target", "meets"],
-                          [[r["budget"], r["ours"], r["blog"], _iv(r["point"], r["low"], r["high"]), f"<= {TARGET}",
-                            "yes" if r["meets"] else "NO"] for r in out["ours_over_blog"]]),
+             "The blog's code (benchmarks/blog_port.py) on the same cores as ours, at two settings: TensorFlow's "
+             "defaults as a new user runs it (its own thread pools, oneDNN off) and tuned as ours (our thread "
+             "pools, oneDNN on). Its fastest setting is the one with fewer seconds in these rounds; the target is "
+             "judged against that one. Seconds over the blog's window (the whole timed call), ours / the blog's "
+             f"paired inside each round; the target <= {TARGET} is met only when the whole 95 % interval is.",
+             render.table(["budget", "ours", "the blog's", "the blog's setting", "its fastest here",
+                           "ours / blog [95% CI]", "target", "meets"],
+                          [[r["budget"], r["ours"], r["blog"], r["blog_setting"], "yes" if r["blog_fastest"] else "no",
+                            _iv(r["point"], r["low"], r["high"]), f"<= {TARGET}",
+                            ("yes" if r["meets"] else "NO") if r["blog_fastest"] else "-"]
+                           for r in out["ours_over_blog"]]),
              "Whole-call seconds per run, geometric mean [95 % interval]:",
              render.table(["run", "seconds"], [[k, _iv(v["point"], v["low"], v["high"], ".2f")]
                                                for k, v in out["call_seconds"].items()])]
@@ -211,9 +223,10 @@ def measure(a) -> int:
             base["train"].update(custom_graph="step", custom_steps_per_call=k)
             (work / f"params-k{k}.yaml").write_text(yaml.safe_dump(base, sort_keys=False))
         plan = {f"ours_custom_N_k{k}": (lambda k=k: bench.ours(work, "rn_custom", f"params-k{k}.yaml")) for k in ks}
-        plan.update(blog_custom_N=lambda: bench.blog(work, "custom", n, px, b, epochs, tf_defaults=True),
-                    ours_fit_1=lambda: bench.ours(work, "single_fit"),
-                    blog_fit_1=lambda: bench.blog(work, "fit", 1, px, b, epochs, tf_defaults=True))
+        plan["ours_fit_1"] = lambda: bench.ours(work, "single_fit")
+        for s, (_, defaults) in BLOG_SETTINGS.items():
+            plan[f"blog_custom_N{s}"] = lambda d=defaults: bench.blog(work, "custom", n, px, b, epochs, tf_defaults=d)
+            plan[f"blog_fit_1{s}"] = lambda d=defaults: bench.blog(work, "fit", 1, px, b, epochs, tf_defaults=d)
         order = rounds.order(list(plan), a.rounds, params.seed)
         runs: dict[str, list[dict]] = {}
         total, done = a.rounds * len(plan), 0

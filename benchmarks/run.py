@@ -172,7 +172,7 @@ def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epoc
     """The blog's code (its port), pinned to the same cores with the same thread pools as our run of
     the same replicas (TensorFlow reads TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS at start).
     tf_defaults: on the same cores, but as a new user runs it, TensorFlow's own thread pools and oneDNN
-    left off (TensorFlow's default on this AMD EPYC), the blog's code's fastest setting here (issue 35)."""
+    left off (TensorFlow's default on this AMD EPYC); benchmarks/ksteps.py measures both settings."""
     cmd = [PY, str(REPO / "benchmarks" / "blog_port.py"), "--data", str(work / paths.FLOWERS), "--loop", loop,
            "--replicas", str(replicas), "--image-size", str(image_size), "--batch-size", str(batch),
            "--epochs", str(epochs)]

@@ -150,6 +150,8 @@ def test_the_ksteps_measurement_is_judged_against_the_prediction_and_the_blogs_c
     runs["blog_custom_N"] = [run(None, c) for c in (44.0, 47.0, 41.0)]
     runs["ours_fit_1"] = [run(None, c) for c in (30.0, 31.0, 29.0)]
     runs["blog_fit_1"] = [run(None, c) for c in (50.0, 52.0, 49.0)]
+    runs["blog_custom_N_tuned"] = [run(None, c) for c in (60.0, 61.0, 59.0)]   # slower: not the blog's fastest
+    runs["blog_fit_1_tuned"] = [run(None, c) for c in (20.0, 21.0, 19.0)]      # faster: judged against this one
     out = ks.analyse(runs, prediction, [1, 15])
     k1, k15 = out["by_k"]
     assert k1["measured_seconds"] == pytest.approx((41.0 * 41.5 * 40.5) ** (1 / 3))
@@ -160,10 +162,15 @@ def test_the_ksteps_measurement_is_judged_against_the_prediction_and_the_blogs_c
     assert k15["measured_over_k1"]["point"] == pytest.approx((ratios[0] * ratios[1] * ratios[2]) ** (1 / 3))
     assert k15["ratio_error_pct"] == pytest.approx((0.75 / k15["measured_over_k1"]["point"] - 1) * 100)
     assert "measured_over_k1" not in k1
-    peers = {(r["budget"], r["ours"]): r for r in out["ours_over_blog"]}
-    fit = peers["1 x c", "fit()"]
+    peers = {(r["budget"], r["ours"], r["blog_setting"].split()[0]): r for r in out["ours_over_blog"]}
+    assert len(peers) == 6 and {r["blog_fastest"] for r in out["ours_over_blog"]} == {True, False}
+    fit = peers["1 x c", "fit()", "TF"]
     assert fit["point"] == pytest.approx(((30 / 50) * (31 / 52) * (29 / 49)) ** (1 / 3)) and fit["meets"]
-    k1_peer = peers["N x c", "custom loop, k = 1"]
+    assert not fit["blog_fastest"]
+    fit_tuned = peers["1 x c", "fit()", "tuned"]
+    assert fit_tuned["blog_fastest"] and fit_tuned["point"] > 1.4 and not fit_tuned["meets"]
+    k1_peer = peers["N x c", "custom loop, k = 1", "TF"]
+    assert k1_peer["blog_fastest"] and not peers["N x c", "custom loop, k = 1", "tuned"]["blog_fastest"]
     assert k1_peer["low"] < 1.0 < k1_peer["high"] and not k1_peer["meets"]   # a tie is no target met
     md = ks.markdown({"date": "2026-12-07", "cpu_model": "AMD EPYC", "usable_cores": 2, "git_commit": "abc",
                       "data_source": "synthetic stand-in (NOT the real flower_photos)", "replicas": 2,
@@ -173,4 +180,5 @@ def test_the_ksteps_measurement_is_judged_against_the_prediction_and_the_blogs_c
                       **out})
     assert "no GPU (a CPU run" in md and "NOT the real flower_photos" in md and "4be7859abc" in md
     assert f"| 15 | 1 | 30.0 | {k15['measured_seconds']:.1f} [" in md and "| MISSED |" in md
-    assert "| 1 x c | fit() | fit() |" in md and "| yes |" in md and "| NO |" in md
+    assert "| 1 x c | fit() | fit() | tuned as ours (our thread pools, oneDNN on) | yes |" in md
+    assert "| NO |" in md and "| no |" in md
