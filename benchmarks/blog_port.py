@@ -15,6 +15,10 @@ Written from the seed post.  Changes, each one required by Keras 3 / this host:
     loss tensors after the clock stops) are printed as one JSON line so the benchmark can read them;
   * `fit(..., verbose=0)`: our runs print no progress bar either, and one written to a pipe only
     slows the blog's side;
+  * `--quiet-autotune` (a diagnostic, off by default and never the blog's code): tf.data autotuning
+    off on its dataset and on the per-replica datasets a strategy makes (flowerbench's
+    dataset.quiet_device_iterators), so that freeing an epoch's iterator does not wait for the
+    autotune thread's next wake-up (docs/performance.md, "Multi-replica whole-call wait");
   * `--model tiny` (tests only, never the bench): a two-layer conv net in place of ResNet50, so the
     fast tests can check in seconds that the port still runs both loops and learns.
 Everything else is the post's: image_dataset_from_directory(seed=123) with no cache and no
@@ -37,6 +41,8 @@ parser.add_argument("--image-size", type=int, default=224)
 parser.add_argument("--batch-size", type=int, default=64)
 parser.add_argument("--epochs", type=int, default=10)
 parser.add_argument("--model", choices=["resnet50", "tiny"], default="resnet50", help="tiny: fast tests only")
+parser.add_argument("--quiet-autotune", action="store_true",
+                    help="diagnostic, not the blog's code: tf.data autotuning off (no wait when an iterator is freed)")
 args = parser.parse_args()
 
 import tensorflow as tf  # noqa: E402
@@ -55,6 +61,13 @@ global_batch_size = batch_size * num_gpus
 train_ds = tf.keras.utils.image_dataset_from_directory(
     data_dir, seed=123, image_size=(img_height, img_width), batch_size=global_batch_size)
 num_classes = len(train_ds.class_names)
+if args.quiet_autotune:
+    from flowerbench.dataset import quiet_device_iterators
+
+    quiet_options = tf.data.Options()
+    quiet_options.autotune.enabled = False
+    train_ds = train_ds.with_options(quiet_options)
+    quiet_device_iterators()
 
 
 def get_model():
@@ -145,5 +158,6 @@ else:
     epoch_loss = [float(x) for x in losses]
 
 line = {"timed_seconds": seconds, "final_loss": epoch_loss[-1], "epoch_loss": epoch_loss, "loop": args.loop,
-        "replicas": num_gpus}
+        "replicas": num_gpus, "quiet_autotune": args.quiet_autotune,
+        "autotune_enabled": train_ds.options().autotune.enabled is not False}
 print(json.dumps(line), flush=True)

@@ -232,3 +232,25 @@ def test_window_workdir_params_are_valid_and_cover_every_replica_count(workdir, 
     assert names == ["r1_fit", "r2_fit", "r4_fit", "r1_custom", "r2_custom", "r4_custom"]
     assert [(v.loop, v.replicas) for v in p.declared_variants()] == [(l, n) for l in ("fit", "custom") for n in (1, 2, 4)]
     assert p.train.custom_graph == load_params(REPO / "params.yaml").train.custom_graph
+
+
+@pytest.mark.slow
+def test_blog_port_quiet_autotune_diagnostic_turns_autotune_off_and_still_trains(workdir):
+    """--quiet-autotune (a diagnostic, never the blog's code): the custom loop at 2 logical replicas
+    runs with tf.data autotuning off on its input (its line reads the dataset's options; the
+    per-replica datasets' are tested in test_train) and still learns; without the flag it autotunes."""
+    base = [sys.executable, str(REPO / "benchmarks" / "blog_port.py"), "--data", str(workdir / "data" / "flower_photos"),
+            "--loop", "custom", "--replicas", "2", "--image-size", "32", "--batch-size", "2", "--epochs", "15",
+            "--model", "tiny"]
+    lines = {}
+    for quiet in (True, False):
+        proc = subprocess.run(base + (["--quiet-autotune"] if quiet else []), capture_output=True, text=True,
+                              env=cli_env(), timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        lines[quiet] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert lines[True]["quiet_autotune"] and not lines[True]["autotune_enabled"]
+    assert not lines[False]["quiet_autotune"] and lines[False]["autotune_enabled"]
+    for line in lines.values():
+        losses = line["epoch_loss"]
+        assert line["replicas"] == 2 and len(losses) == 16
+        assert min(losses[1:]) < 0.5 * losses[0], losses
