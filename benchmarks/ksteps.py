@@ -23,7 +23,8 @@ size, batch and timed epochs, one warm-up epoch):
 Then: each k's seconds against the committed prediction (on the point, predict.judge) and as a
 paired ratio to k = 1 against the predicted ratio; ours/blog as paired ratios over the blog's window
 (the whole timed call), target <= 0.90 on the whole 95 % interval against the blog's faster setting
-(the lower geometric mean), at N x c (every k) and at 1 x c (fit).  Writes reports/ksteps.json and reports/ksteps.md, with the prediction's commit beside.
+(the lower geometric mean), at N x c (every k) and at 1 x c (fit).  Writes reports/ksteps.json and
+reports/ksteps.md, with the prediction's commit beside.
 """
 
 from __future__ import annotations
@@ -90,7 +91,6 @@ def main() -> int:
 # The blog's code at each setting: run-name suffix -> (label, TensorFlow's defaults?).
 BLOG_SETTINGS = {"": ("TF defaults (its own thread pools, oneDNN off)", True),
                  "_tuned": ("tuned as ours (our thread pools, oneDNN on)", False)}
-
 
 
 def prediction_commit(path: Path) -> dict:

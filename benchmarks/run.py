@@ -168,14 +168,15 @@ def same_budget_rows(runs: dict[str, list[dict]], n: int) -> list[dict]:
 
 
 def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epochs: int,
-         tf_defaults: bool = False) -> dict:
+         tf_defaults: bool = False, quiet_autotune: bool = False) -> dict:
     """The blog's code (its port), pinned to the same cores with the same thread pools as our run of
     the same replicas (TensorFlow reads TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS at start).
     tf_defaults: on the same cores, but as a new user runs it, TensorFlow's own thread pools and oneDNN
-    left off (TensorFlow's default on this AMD EPYC); benchmarks/ksteps.py measures both settings."""
+    left off (TensorFlow's default on this AMD EPYC); benchmarks/ksteps.py measures both settings.
+    quiet_autotune: the port's diagnostic flag (tf.data autotuning off; not the blog's code)."""
     cmd = [PY, str(REPO / "benchmarks" / "blog_port.py"), "--data", str(work / paths.FLOWERS), "--loop", loop,
            "--replicas", str(replicas), "--image-size", str(image_size), "--batch-size", str(batch),
-           "--epochs", str(epochs)]
+           "--epochs", str(epochs), *(["--quiet-autotune"] if quiet_autotune else [])]
     b = same_budget(replicas)
     env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"} if tf_defaults else {**os.environ, **budget.thread_env(b)}
     if tf_defaults:
@@ -187,6 +188,7 @@ def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epoc
     n_images = sum(1 for f in (work / paths.FLOWERS).rglob("*") if f.is_file())
     return {"timed_seconds": line["timed_seconds"], "call_seconds": line["timed_seconds"], "wall_seconds": wall,
             "rss_mib": rss, "final_loss": line["final_loss"], "budget": b.as_dict(), "tf_defaults": tf_defaults,
+            "quiet_autotune": quiet_autotune,
             "images_per_second": n_images * epochs / line["timed_seconds"]}
 
 
