@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 
+import pytest
+
 from flowerbench import fetch, standin
 from tests.conftest import run_cli, tiny_params, write_params
 from tests.helpers.archives import good_members, make_tgz
@@ -55,6 +57,7 @@ def test_download_verifies_extracts_and_writes_manifest(workdir):
     assert proc.returncode == 0 and "source: archive" in proc.stderr
 
 
+@pytest.mark.slow   # about 19 s: the full-count stand-in (3,670 images) is generated
 def test_auto_falls_back_to_the_labelled_standin(workdir):
     write_params(workdir / "params.yaml", tiny_params(**{
         "data.source": "auto", "data.url": "http://127.0.0.1:9/none.tgz", "data.probe_timeout_s": 1,

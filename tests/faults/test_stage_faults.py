@@ -169,6 +169,7 @@ def test_worker_that_dies_stops_the_job(workdir):
     assert not [p for p in (workdir / "results").iterdir()]
 
 
+@pytest.mark.slow   # about 19 s: a worker waits out its join deadline, then TF's teardown
 def test_worker_that_never_joins(workdir):
     """One worker of a 2-worker cluster alone: it names the missing peer and exits within the join deadline."""
     write_params(workdir / "params.yaml", tiny_params(**{"multiworker.join_timeout_s": 4}))
