@@ -241,7 +241,7 @@ def measure(a) -> int:
                           f"(process {r['wall_seconds']:.0f} s); {done}/{total} done, about {left / 60:.0f} min left",
                           file=sys.stderr, flush=True)
         machine = host.describe()
-        out = {"date": provenance.now(), **git, "cpu_model": machine["cpu_model"],
+        out = {"date": provenance.now(), **git, "cpu_model": host.cpu_label(machine),
                "usable_cores": machine["usable_cores"], "gpu_count": machine["gpu_count"],
                "device_kind": "cpu (logical replicas)", "versions": provenance.versions(),
                "data_source": json.loads(paths.MANIFEST.read_text()).get("label", "unknown"),

@@ -236,6 +236,47 @@ def test_another_core_count_reruns_the_rounds_and_the_report(pipeline_repo):
     assert status(pipeline_repo) == {}
 
 
+def _host_stage_on(pipeline_repo, cpuinfo: Path) -> dict:
+    """The host stage run with /proc/cpuinfo read from `cpuinfo`; -> dvc status of the other stages."""
+    env = cli_env(DVC_NO_ANALYTICS="1", DVC_SITE_CACHE_DIR=str(pipeline_repo / ".dvc" / "tmp" / "site-cache"),
+                  FLOWERBENCH_CPUINFO=str(cpuinfo))
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env['PATH']}"
+    proc = subprocess.run([str(VENV_BIN / "dvc"), "repro", "host"], cwd=pipeline_repo, capture_output=True,
+                          text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return status(pipeline_repo)
+
+
+def test_another_cpu_identity_measures_again_and_the_same_one_reuses(pipeline_repo, tmp_path):
+    """The host identity (host schema 2) with a faked /proc/cpuinfo: this machine's, with another clock,
+    bogomips and microcode, is the same identity (nothing reruns); the same text with another CPU
+    family and model (a Zen 5 beside a Zen 4, both "AMD EPYC") reruns the rounds and the report."""
+    import re
+
+    real = Path("/proc/cpuinfo").read_text()
+    if "cpu family" not in real:
+        pytest.skip("no x86 /proc/cpuinfo here")
+    same = re.sub(r"(?m)^(cpu MHz\s*:).*$", r"\1 1234.567", real)
+    same = re.sub(r"(?m)^(bogomips\s*:).*$", r"\1 42.00", same)
+    same = re.sub(r"(?m)^(microcode\s*:).*$", r"\1 0xdeadbeef", same)
+    (tmp_path / "same").write_text(same)
+    other = re.sub(r"(?m)^(cpu family\s*:).*$", r"\1 99", real)
+    (tmp_path / "other").write_text(re.sub(r"(?m)^(model\s*:).*$", r"\1 7", other))
+    before = (pipeline_repo / "data" / "host.json").read_bytes()
+    try:
+        assert _host_stage_on(pipeline_repo, tmp_path / "same") == {}
+        assert (pipeline_repo / "data" / "host.json").read_bytes() == before
+        changed = _host_stage_on(pipeline_repo, tmp_path / "other")
+        assert json.loads((pipeline_repo / "data" / "host.json").read_text())["cpu"]["family"] == 99
+        assert set(changed) == {"rounds", "report"}
+        for name, entries in changed.items():
+            deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
+            assert deps == {"data/host.json": "modified"}, (name, entries)
+    finally:
+        git("checkout", "--", "data/host.json", "dvc.lock", cwd=pipeline_repo)
+    assert status(pipeline_repo) == {}
+
+
 def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
     """Each stage's command line is its own module: an edit to train's reruns the stage that runs it
     (rounds), not fetch or the report's inputs; an edit to the report's statistics reruns the report

@@ -4,8 +4,11 @@ tests/faults/test_pipeline_faults.py)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+
+import pytest
 
 from flowerbench import measure, paths, rounds as R
 from tests.conftest import cli_env, read_until
@@ -79,10 +82,12 @@ def test_a_rerun_keeps_only_processes_measured_with_the_same_inputs(tmp_path):
         path = paths.round_result(p.round, p.variant, rounds_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
-    fresh = {"fingerprint": old.fingerprint, "seed": 123, "variants": ["single_fit", "mirrored_fit"], "count": 2}
+    fresh = {"fingerprint": old.fingerprint, "seed": 123, "order_seed": old.order_seed,
+             "variants": ["single_fit", "mirrored_fit"], "count": 2}
     assert measure._kept(old, fresh, rounds_dir) == old.processes[:3]
     assert measure._kept(old, {**fresh, "count": 1}, rounds_dir) == [p for p in old.processes[:3] if p.round == 1]
-    for other in ({"fingerprint": "1" * 64}, {"seed": 7}, {"variants": ["single_fit"]}):
+    for other in ({"fingerprint": "1" * 64}, {"seed": 7}, {"order_seed": old.order_seed + 1},
+                  {"variants": ["single_fit"]}):
         assert measure._kept(old, {**fresh, **other}, rounds_dir) == [], other
     assert measure._kept(None, fresh, rounds_dir) == []
 
@@ -97,3 +102,48 @@ def test_the_fingerprint_follows_what_a_time_depends_on(workdir):
     assert measure.fingerprint(p.model_copy(update={"seed": 7})) != base
     (workdir / "data" / "host.json").write_text('{"another": "host"}')
     assert measure.fingerprint(p) != base
+
+
+@pytest.mark.parametrize("limit", [0.1, 0.25])
+def test_the_busy_flag_decides_at_its_threshold(limit):
+    """A process is busy when other work or steal took more than rounds.busy_share of the CPU: just
+    above flags it, at or just below does not; an unread share flags nothing.  (A threshold moved in
+    measure.is_busy, tenfold or by a hair, turns this red.)"""
+    eps = 1e-6
+    for share in ("foreign_share", "steal_share"):
+        quiet = {"foreign_share": 0.0, "steal_share": 0.0}
+        assert measure.is_busy({**quiet, share: limit + eps}, limit) is True
+        assert measure.is_busy({**quiet, share: limit}, limit) is False
+        assert measure.is_busy({**quiet, share: limit - eps}, limit) is False
+    assert measure.is_busy({"foreign_share": None, "steal_share": None}, limit) is False
+    assert measure.is_busy({"foreign_share": 1.0, "steal_share": None}, limit) is True
+
+
+def test_the_order_seed_is_drawn_per_measurement_kept_on_resume_and_fixed_when_set(workdir):
+    """rounds.order_seed: null draws a fresh seed for each measurement (so 3-round runs do not all use
+    the same three rows of the square); an interrupted measurement of the same inputs resumes with its
+    own; a set value is used as it is.  The training seed is not the order seed."""
+    from flowerbench.config import load_params
+
+    p = load_params("params.yaml")
+    names = [v.name for v in p.all_variants()]
+    fp = measure.fingerprint(p)
+    drawn = {measure.order_seed(p, None, fp, names) for _ in range(8)}
+    assert len(drawn) >= 7 and p.seed not in drawn
+    old = R.Schedule.model_validate({**schedule(names, 2), "fingerprint": fp, "order_seed": 4242})
+    assert measure.order_seed(p, old, fp, names) == 4242
+    assert len({measure.order_seed(p, old, "1" * 64, names) for _ in range(4)}) > 1
+    fixed = p.model_copy(update={"rounds": p.rounds.model_copy(update={"order_seed": 99})})
+    assert measure.order_seed(fixed, old, fp, names) == 99
+    # different seeds give different orders of the same square, and the order extends, never reshuffles
+    assert R.order(names, 3, 1) != R.order(names, 3, 2)
+    assert R.order(names, 5, 1)[:3] == R.order(names, 3, 1)
+
+
+def test_a_schedule_of_schema_1_reads_with_its_training_seed_as_order_seed(tmp_path):
+    raw = schedule(["single_fit", "mirrored_fit"], 2)
+    raw = {k: v for k, v in raw.items() if k not in ("order_seed", "engine")}
+    raw["schema_version"] = 1
+    (tmp_path / "schedule.json").write_text(json.dumps(raw))
+    old = R.load_schedule(tmp_path / "schedule.json")
+    assert (old.order_seed, old.engine, old.seed) == (123, 0, 123)

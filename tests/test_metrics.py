@@ -18,6 +18,8 @@ def _result(name: str, loop: str, replicas: int, repeats: list[float], calls: li
              epoch_seconds=[s / 4 * f for s in repeats for f in (0.9, 1.1, 1.0, 1.0)],
              epoch_loss=[1.0] * 4 * len(repeats), epoch_accuracy=[0.5] * 4 * len(repeats),
              epoch_images=[3670] * 4 * len(repeats))
+    r.update(epoch_cpu_seconds=[s * replicas for s in r["epoch_seconds"]],
+             repeat_cpu_seconds=[s * replicas for s in repeats])
     return Result.model_validate(r)
 
 

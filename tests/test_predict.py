@@ -17,6 +17,8 @@ def result(name: str, loop: str, replicas: int, seconds: float, pipeline: str = 
                  timed_seconds=sorted(repeats)[len(repeats) // 2],
                  epoch_seconds=[s / r["epochs"] for s in repeats for _ in range(r["epochs"])],
                  epoch_loss=[1.0] * n, epoch_accuracy=[0.5] * n, epoch_images=[r["images_per_epoch"]] * n)
+        r.update(epoch_cpu_seconds=[s * replicas for s in r["epoch_seconds"]],
+                 repeat_cpu_seconds=[s * replicas for s in repeats])
     return make(r)
 
 

@@ -20,6 +20,8 @@ def _report(workdir: Path, in_process: bool = True):
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((workdir / "reports" / "metrics.json").read_text())
 
+HOST_LABEL = "TestVendor family 1 model 2 stepping 3, AVX2, L2 1 MiB, L3 32 MiB, 24 GiB"  # fakes.TEST_HOST
+
 
 def test_metrics_have_exact_speedups_reductions_efficiencies(workdir):
     fake_results(workdir / "results")
@@ -271,7 +273,7 @@ def test_the_report_says_where_each_result_was_measured(workdir):
     _report(workdir)
     md = (workdir / "reports" / "report.md").read_text()
     assert "MEASURED ELSEWHERE" not in md
-    assert "- this host (Test CPU, 2 usable core(s), no GPU; hostname test), 2026-12-04: single_fit," in md
+    assert f"- this host ({HOST_LABEL}, 2 usable core(s), no GPU; hostname test), 2026-12-04: single_fit," in md
     records = read_rounds(workdir / "results")
     for moved in records["mirrored_fit"]:
         moved["host"]["usable_cores"] = 64
@@ -280,9 +282,9 @@ def test_the_report_says_where_each_result_was_measured(workdir):
     _report(workdir)
     md = (workdir / "reports" / "report.md").read_text()
     banner = next(l for l in md.splitlines() if "MEASURED ELSEWHERE" in l)
-    assert "1 of 5 results (mirrored_fit) were measured on Test CPU, 64 usable core(s), no GPU (hostname big, " \
-           "2026-11-30), not on this report's host (Test CPU, 2 usable core(s), no GPU)" in banner
-    assert "- ANOTHER host (Test CPU, 64 usable core(s), no GPU; hostname big), 2026-11-30: mirrored_fit" in md
+    assert f"1 of 5 results (mirrored_fit) were measured on {HOST_LABEL}, 64 usable core(s), no GPU (hostname big, " \
+           f"2026-11-30), not on this report's host ({HOST_LABEL}, 2 usable core(s), no GPU)" in banner
+    assert f"- ANOTHER host ({HOST_LABEL}, 64 usable core(s), no GPU; hostname big), 2026-11-30: mirrored_fit" in md
 
 
 def test_measured_says_what_was_measured_now_and_what_was_reused(workdir):
@@ -290,11 +292,11 @@ def test_measured_says_what_was_measured_now_and_what_was_reused(workdir):
     (workdir / "data" / "host.json").write_text(json.dumps(TEST_HOST))
     now = run_cli("measured", "--since", "2026-12-04T10:00:00+00:00", cwd=workdir)
     assert now.returncode == 0, now.stderr
-    assert now.stdout.splitlines()[0] == ("flowerbench: 5 result(s) measured now on this host (Test CPU, 2 usable "
-                                          "core(s), no GPU), 0 reused")
+    assert now.stdout.splitlines()[0] == (f"flowerbench: 5 result(s) measured now on this host ({HOST_LABEL}, 2 "
+                                          "usable core(s), no GPU), 0 reused")
     later = run_cli("measured", "--since", "2026-12-06T00:00:00+00:00", cwd=workdir).stdout.splitlines()
-    assert later[0].endswith("0 result(s) measured now on this host (Test CPU, 2 usable core(s), no GPU), 5 reused")
-    assert later[1] == ("  reused, measured on this host (Test CPU, 2 usable core(s), no GPU; hostname test), "
+    assert later[0].endswith(f"0 result(s) measured now on this host ({HOST_LABEL}, 2 usable core(s), no GPU), 5 reused")
+    assert later[1] == (f"  reused, measured on this host ({HOST_LABEL}, 2 usable core(s), no GPU; hostname test), "
                         "2026-12-04: single_fit, mirrored_fit, single_custom, mirrored_custom, multiworker_custom")
     assert "make remeasure" in later[2]
 

@@ -151,6 +151,6 @@ def test_a_first_epoch_still_warming_up_is_left_out_by_rule():
     r.update(epoch_seconds=[14.0, 10.0, 10.2, 9.8])
     warm = Result.model_validate({**r, "timed_seconds": 40.0})
     assert rounds.settled_epochs(warm) == ([10.0, 10.2, 9.8], 1)
-    assert rounds.process_seconds(warm) == pytest.approx(10.0 * 4)
+    assert rounds.process_seconds(warm, "median_settled") == pytest.approx(10.0 * 4)
     r.update(epoch_seconds=[10.9, 10.0, 10.2, 9.8])   # within 10 %: kept
     assert rounds.settled_epochs(Result.model_validate(r))[1] == 0

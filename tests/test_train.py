@@ -128,6 +128,15 @@ def test_repeats_strong_scaling_mixed_precision_and_k_steps_per_call_in_the_cust
     # The whole-call window (the blog's time.time()) holds each repeat's epochs, a little more.
     assert len(r["repeat_wall_seconds"]) == 3
     assert all(w >= s for w, s in zip(r["repeat_wall_seconds"], r["repeat_seconds"]))
+    # The process's CPU clock over the same windows: an epoch's CPU time is positive, at most its wall
+    # time x the cores the process may use (2 replicas here, one core each), and a repeat's holds its epochs.
+    assert len(r["epoch_cpu_seconds"]) == 3 and len(r["repeat_cpu_seconds"]) == 3
+    cores = len(r["budget_affinity"]) or os.cpu_count()
+    assert all(0 < c <= w * cores * 1.05 + 0.05 for c, w in zip(r["epoch_cpu_seconds"], r["epoch_seconds"]))
+    assert all(rc >= c for rc, c in zip(r["repeat_cpu_seconds"], r["epoch_cpu_seconds"]))
+    # the speed index, measured on the pinned cores before TensorFlow started (provenance, not host.json)
+    assert r["speed_index"]["gflops"] > 0 and r["speed_index"]["low"] <= r["speed_index"]["gflops"]
+    assert "speed_index" not in r["host"] and r["host"]["host_schema"] == 2
     # What ran: float16 compute with Keras' loss-scale optimizer wrapping Adam (without it float16
     # gradients underflow); the loss is a real number of the right size (5 classes: ln 5 = 1.61 at chance).
     assert r["mixed_precision"] is True and r["dtype_policy"] == "mixed_float16"

@@ -150,6 +150,9 @@ class RoundsParams(_Section):
     # a process is flagged busy when other work took more than this share of the host's CPU time
     # (or the hypervisor stole it) while it ran
     busy_share: float = Field(0.10, gt=0, le=1)
+    # the order's shuffle (schedule.order): null draws a fresh one for each measurement (recorded in
+    # schedule.json and reused when the measurement resumes); an integer fixes it
+    order_seed: Optional[int] = Field(None, ge=0, lt=2 ** 31)
     process_deadline_s: float = Field(1800.0, gt=0, le=86400)   # one process; killed with its group past it
 
 

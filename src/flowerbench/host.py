@@ -11,13 +11,23 @@ same bytes, nothing reruns.  Another CPU, another core count (`taskset -c 0`
 included), another GPU, driver or CUDA build of TensorFlow: every training
 stage reruns, then the report.
 
-Fields (docs/pipeline.md, "The host as a dependency"): the CPU model and
-architecture; the usable core *count* (affinity mask and cgroup quota, never
-the core ids, which differ between equal machines); the visible GPUs' models,
-count and driver; TensorFlow's CUDA build.  Left out on purpose: the hostname
-and the time (they differ on every machine and every run), and the memory size
-(equal machines report MemTotal a few MB apart, and it does not change these
-timings unless the run swaps).
+Fields (docs/pipeline.md, "The host as a dependency"), host schema 2: the CPU's identity
+(vendor, family, model and stepping from /proc/cpuinfo; the instruction-set extensions oneDNN
+dispatches on, ISA_FLAGS; the L2 and L3 sizes from sysfs), the memory rounded to whole GiB, the
+architecture, the usable core *count* (affinity mask and cgroup quota, never the core ids, which
+differ between equal machines), the visible GPUs' models, count and driver, and TensorFlow's CUDA
+build.  Left out on purpose, because they change on one machine: the CPU's clock (MHz), bogomips,
+microcode, the hostname, the boot id, the time, and the model *name* (under virtualisation it is
+masked: two CPU generations 2.5x apart both read "AMD EPYC").  Schema 1 held the model name alone:
+results and references of schema 1 have an unknown identity (`identity_known`).
+
+A speed index (speed_index: a fixed matrix product timed for about a second) is measured by each
+training process and recorded in its result, as provenance: it never goes into data/host.json,
+which every measuring stage depends on, or a noisy figure would rerun everything.
+
+Where the files are read from (CPUINFO, MEMINFO, CPU_SYSFS) can be moved with the environment
+variables FLOWERBENCH_CPUINFO, FLOWERBENCH_MEMINFO and FLOWERBENCH_CPU_SYSFS: the tests describe a
+faked machine this way (another CPU measures again, the same one reuses).
 """
 
 from __future__ import annotations
@@ -31,18 +41,89 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, Optional
 
-HOST_SCHEMA = 1
+HOST_SCHEMA = 2
+
+CPUINFO, MEMINFO = Path("/proc/cpuinfo"), Path("/proc/meminfo")
+CPU_SYSFS = Path("/sys/devices/system/cpu")
+# The instruction-set extensions oneDNN (and Eigen) choose their kernels by: a CPU with another set
+# runs other code.  Only these are kept from /proc/cpuinfo's flags (the rest changes with kernels
+# and hypervisors without changing a timing).
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512cd", "avx512bw", "avx512dq",
+             "avx512vl", "avx512ifma", "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bf16", "avx512_fp16",
+             "avx512_bitalg", "avx512_vpopcntdq", "amx_tile", "amx_bf16", "amx_int8", "amx_fp16")
+
+
+def _path(env: str, default: Path) -> Path:
+    return Path(os.environ.get(env) or default)
+
+
+def _cpuinfo_first() -> dict[str, str]:
+    """The first processor's block of /proc/cpuinfo as key -> value ({} where unreadable)."""
+    out: dict[str, str] = {}
+    try:
+        text = _path("FLOWERBENCH_CPUINFO", CPUINFO).read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        if not line.strip():
+            if out:
+                break
+            continue
+        key, sep, value = line.partition(":")
+        if sep:
+            out.setdefault(key.strip(), value.strip())
+    return out
+
+
+def _cache_kib(level: int) -> Optional[int]:
+    """The size of cpu0's unified (or data) cache of `level` in KiB, from sysfs; None where absent."""
+    for index in sorted(_path("FLOWERBENCH_CPU_SYSFS", CPU_SYSFS).glob("cpu0/cache/index*")):
+        try:
+            if int((index / "level").read_text()) != level or (index / "type").read_text().strip() == "Instruction":
+                continue
+            size = (index / "size").read_text().strip().upper()
+        except (OSError, ValueError):
+            continue
+        scale = {"K": 1, "M": 1024, "G": 1024 * 1024}.get(size[-1:], None)
+        try:
+            return int(size[:-1]) * scale if scale else int(size) // 1024
+        except ValueError:
+            return None
+    return None
+
+
+def memory_gib() -> Optional[int]:
+    """MemTotal rounded to whole GiB (equal machines differ by a few MB), None where unreadable."""
+    try:
+        for line in _path("FLOWERBENCH_MEMINFO", MEMINFO).read_text(encoding="utf-8").splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 1024 ** 2)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def cpu_identity() -> dict[str, Any]:
+    """What tells one CPU generation from another: vendor, family, model, stepping, the ISA
+    extensions of ISA_FLAGS it has, the L2 and L3 sizes (KiB).  No clock, bogomips, microcode or
+    model name (module docstring)."""
+    info = _cpuinfo_first()
+
+    def number(key: str) -> Optional[int]:
+        try:
+            return int(info[key], 0)
+        except (KeyError, ValueError):
+            return None
+
+    flags = set(info.get("flags", "").split())
+    return {"vendor": info.get("vendor_id") or platform.processor() or None, "family": number("cpu family"),
+            "model": number("model"), "stepping": number("stepping"),
+            "isa": [f for f in ISA_FLAGS if f in flags], "l2_kib": _cache_kib(2), "l3_kib": _cache_kib(3)}
 
 
 def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    """The CPU's model name as /proc/cpuinfo gives it (masked under virtualisation: provenance only)."""
+    return _cpuinfo_first().get("model name") or platform.processor() or platform.machine()
 
 
 def affinity() -> list[int]:
@@ -192,7 +273,8 @@ def describe() -> dict[str, Any]:
         gpus = [g for i, g in enumerate(gpus) if str(i) in visible]
     return {
         "host_schema": HOST_SCHEMA,
-        "cpu_model": cpu_model(),
+        "cpu": cpu_identity(),
+        "memory_gib": memory_gib(),
         "machine": platform.machine(),
         "usable_cores": usable_cores(),
         "gpu_count": len(gpus),
@@ -207,7 +289,7 @@ class HostError(RuntimeError):
 
 
 # field -> the types a description of HOST_SCHEMA holds there
-FIELDS = {"host_schema": int, "cpu_model": str, "machine": str, "usable_cores": int, "gpu_count": int,
+FIELDS = {"host_schema": int, "cpu": dict, "memory_gib": (int, type(None)), "machine": str, "usable_cores": int, "gpu_count": int,
           "gpu_models": list, "gpu_driver": (str, type(None)), "tensorflow_build": dict}
 
 
@@ -235,11 +317,67 @@ def load(path: Path) -> dict[str, Any]:
     return desc
 
 
+def identity_known(desc: dict[str, Any]) -> bool:
+    """True for a description of this schema (it tells CPU generations apart); schema 1 held only
+    the (maskable) model name: its identity is unknown."""
+    return isinstance(desc, dict) and desc.get("host_schema") == HOST_SCHEMA and isinstance(desc.get("cpu"), dict)
+
+
+def same_identity(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two descriptions of one machine kind: both known and equal (an unknown one matches nothing)."""
+    return identity_known(a) and identity_known(b) and a == b
+
+
+def cpu_label(desc: dict[str, Any]) -> str:
+    """The CPU of a description in words: `AuthenticAMD family 25 model 17 stepping 1, AVX-512 (bf16,
+    vnni), L2 1 MiB, L3 32 MiB`; schema 1: its model name and "identity unknown"."""
+    if not identity_known(desc):
+        return f"{desc.get('cpu_model', '?')} (identity unknown: host schema {desc.get('host_schema', '?')})"
+    c = desc["cpu"]
+    isa = set(c.get("isa", []))
+    if "avx512f" in isa:
+        subsets = [s for s in ("bf16", "vnni", "fp16") if f"avx512_{s}" in isa]
+        vector = "AVX-512" + (f" ({', '.join(subsets)})" if subsets else "")
+    else:
+        vector = "AVX2" if "avx2" in isa else ("AVX" if "avx" in isa else "no AVX")
+    amx = ", AMX" if "amx_tile" in isa else ""
+
+    def size(kib: Optional[int]) -> str:
+        return "?" if kib is None else (f"{kib // 1024} MiB" if kib % 1024 == 0 else f"{kib} KiB")
+
+    return (f"{c.get('vendor')} family {c.get('family')} model {c.get('model')} stepping {c.get('stepping')}, "
+            f"{vector}{amx}, L2 {size(c.get('l2_kib'))}, L3 {size(c.get('l3_kib'))}")
+
+
 def label(desc: dict[str, Any]) -> str:
-    """One line naming a host description: `AMD EPYC, 2 usable cores, no GPU`."""
+    """One line naming a host description: its CPU (cpu_label), memory, usable cores and GPUs."""
     gpus = (f"{desc['gpu_count']}x {', '.join(desc['gpu_models'])} (driver {desc['gpu_driver']})"
             if desc.get("gpu_count") else "no GPU")
-    return f"{desc.get('cpu_model', '?')}, {desc.get('usable_cores', '?')} usable core(s), {gpus}"
+    mem = f", {desc['memory_gib']} GiB" if desc.get("memory_gib") is not None else ""
+    return f"{cpu_label(desc)}{mem}, {desc.get('usable_cores', '?')} usable core(s), {gpus}"
+
+
+def speed_index(seconds: float = 1.0, n: int = 128) -> dict[str, Any]:
+    """A fixed matrix product (n x n, float64, numpy) repeated for about `seconds`: its median rate in
+    GFLOP/s over 5 slices, and the slices' spread.  Recorded by each training process before it
+    trains, as provenance (which machine, how fast that minute); never part of the host description."""
+    import statistics
+    import time
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    a @ b                                        # first call: library set-up, not timed
+    rates = []
+    for _ in range(5):
+        count, t0 = 0, time.perf_counter()
+        while (dt := time.perf_counter() - t0) < seconds / 5:
+            a @ b
+            count += 1
+        rates.append(2.0 * n ** 3 * count / dt / 1e9)
+    return {"gflops": round(statistics.median(rates), 3), "low": round(min(rates), 3), "high": round(max(rates), 3),
+            "matrix": n, "seconds": seconds}
 
 
 def run(out: Path) -> dict[str, Any]:

@@ -73,6 +73,10 @@ class LoopResult:
     # Wall time around each repeat's whole call (fit(): set-up and the final iterator teardown
     # included), the window the blog's time.time() measures; the bench compares on it.
     repeat_wall_seconds: list[float] = field(default_factory=list)
+    # The process's own CPU clock (every thread of it: time.process_time) over the same windows: each
+    # timed epoch, and each repeat's whole call.  Beside wall time, to see whether CPU time is less noisy.
+    epoch_cpu_seconds: list[float] = field(default_factory=list)
+    repeat_cpu_seconds: list[float] = field(default_factory=list)
     step_seconds: list[float] = field(default_factory=list)       # timed steps (step_timing only)
 
     @property
@@ -127,14 +131,16 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
             self.steps.append(time.perf_counter() - self.s0)
 
         def on_epoch_begin(self, epoch, logs=None):
-            self.t0 = time.perf_counter()
+            self.c0, self.t0 = time.process_time(), time.perf_counter()
 
         def on_epoch_end(self, epoch, logs=None):
             dt = time.perf_counter() - self.t0
+            cpu = time.process_time() - self.c0
             self.seconds.append(dt)
             if self.phase == "timed":
                 res.step_seconds.extend(self.steps)
                 res.epoch_seconds.append(dt)
+                res.epoch_cpu_seconds.append(cpu)
                 if len(res.epoch_seconds) == 1:
                     checkpoint("after-first-epoch")
                 res.epoch_loss.append(float(logs["loss"]))
@@ -161,9 +167,10 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
         res.warmup_seconds = sum(warm.seconds)
     for _ in range(cfg.repeats):
         timer = EpochTimer("timed", cfg.epochs)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fit(timer, cfg.epochs)
         res.repeat_wall_seconds.append(time.perf_counter() - t0)
+        res.repeat_cpu_seconds.append(time.process_time() - c0)
         res.repeat_seconds.append(sum(timer.seconds))
     return res
 
@@ -289,23 +296,24 @@ def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg:
         def run_epoch(timed: bool):
             return epoch_fn(dist)
 
-    def one(phase: str, i: int, total: int) -> tuple[float, float, float, int]:
-        t0 = time.perf_counter()
+    def one(phase: str, i: int, total: int) -> tuple[float, float, float, float, int]:
+        c0, t0 = time.process_time(), time.perf_counter()
         loss_sum, correct, count = run_epoch(phase == "timed")
         n = float(count.numpy())  # copies to the host: the epoch's work is done before the clock is read
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         loss, acc = float(loss_sum.numpy()) / n, float(correct.numpy()) / n
         if on_epoch:
             on_epoch(phase, i, total, dt, loss, acc)
-        return dt, loss, acc, int(n)
+        return dt, cpu, loss, acc, int(n)
 
     for i in range(cfg.warmup_epochs):
         res.warmup_seconds += one("warmup", i + 1, cfg.warmup_epochs)[0]
     for _ in range(cfg.repeats):
-        total, t0 = 0.0, time.perf_counter()
+        total, c0, t0 = 0.0, time.process_time(), time.perf_counter()
         for i in range(cfg.epochs):
-            dt, loss, acc, n = one("timed", i + 1, cfg.epochs)
+            dt, cpu, loss, acc, n = one("timed", i + 1, cfg.epochs)
             res.epoch_seconds.append(dt)
+            res.epoch_cpu_seconds.append(cpu)
             if len(res.epoch_seconds) == 1:
                 checkpoint("after-first-epoch")
             res.epoch_loss.append(loss)
@@ -313,5 +321,6 @@ def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg:
             res.epoch_images.append(n)
             total += dt
         res.repeat_wall_seconds.append(time.perf_counter() - t0)
+        res.repeat_cpu_seconds.append(time.process_time() - c0)
         res.repeat_seconds.append(total)
     return res

@@ -2,13 +2,14 @@
 
     python -m flowerbench rounds [--params params.yaml]      (dvc.yaml runs it as the stage `rounds`)
 
-For each of `rounds.count` rounds, in the order rounds.order gives (a Williams square, seeded, recorded), it
+For each of `rounds.count` rounds, in the order schedule.order gives (a Williams square shuffled by the
+order seed, rounds.order_seed or drawn afresh for each measurement; recorded), it
 runs one process per variant: `python -m flowerbench.commands.train --variant V --out
 results/rounds/rKK/V.json --first-core K` (the one-replica runs move across the cores from round to
 round), or the multi-worker launcher for `multiworker_custom`.  Beside every process it records the
 host's load: /proc/loadavg before and after, and from /proc/stat the share of the host's CPU time the
 hypervisor stole and the share other work used (the host's busy time less this process's own CPU time,
-from getrusage); a process above `rounds.busy_share` is flagged busy, and the report says so.
+from getrusage); a process above `rounds.busy_share` is flagged busy (`is_busy`), and the report says so.
 
 Interrupted rounds resume: results/rounds/schedule.json is rewritten (atomically) after every process,
 and a rerun keeps every process whose result is there and whose inputs (params, code, data, host:
@@ -33,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from . import host, paths, provenance, rounds as R
+from . import host, paths, provenance, schedule as R
 from .closure import PACKAGE_DIR, closure
 from .config import MULTIWORKER_VARIANT, Params, resolved_dict
 from .deadline import Deadline, DeadlineExceeded, guarded, wait
@@ -101,6 +102,12 @@ class LoadMeter:
                 "foreign_share": None if foreign is None else round(foreign, 4)}
 
 
+def is_busy(load: dict, limit: float) -> bool:
+    """A process ran on a busy host when other work, or the hypervisor's steal, took more than `limit`
+    (rounds.busy_share) of the host's CPU time while it ran; an unread share flags nothing."""
+    return any(x is not None and x > limit for x in (load.get("foreign_share"), load.get("steal_share")))
+
+
 # --------------------------------------------------------------------------- the rounds
 
 
@@ -126,10 +133,20 @@ def command(variant: str, out: Path, first_core: int, params_path: str) -> list[
             "--out", str(out), "--first-core", str(first_core)]
 
 
+def order_seed(params: Params, old: Optional[R.Schedule], fingerprint_: str, names: list[str]) -> int:
+    """The order seed of this measurement: rounds.order_seed when set; else the one an interrupted or
+    shorter measurement of the same inputs drew (so it resumes in its own order); else a fresh one."""
+    if params.rounds.order_seed is not None:
+        return params.rounds.order_seed
+    if old is not None and old.fingerprint == fingerprint_ and old.variants == names and old.seed == params.seed:
+        return old.order_seed
+    return R.draw_order_seed()
+
+
 def _kept(old: Optional[R.Schedule], fresh: dict, rounds_dir: Path) -> list[R.Process]:
     """The processes of an earlier, interrupted or shorter run that this one keeps: same inputs,
-    same variants and seed, a round this run still has, and its result on disk."""
-    if old is None or any(getattr(old, k) != fresh[k] for k in ("fingerprint", "seed", "variants")):
+    same variants, seeds and order, a round this run still has, and its result on disk."""
+    if old is None or any(getattr(old, k) != fresh[k] for k in ("fingerprint", "seed", "order_seed", "variants")):
         return []
     return [p for p in old.processes if p.round <= fresh["count"]
             and paths.round_result(p.round, p.variant, rounds_dir).is_file()]
@@ -144,14 +161,16 @@ def _run(params: Params, params_path: str, rounds_dir: Path) -> R.Schedule:
     names = [v.name for v in params.all_variants()]
     count = params.rounds.count
     usable = host.describe()["usable_cores"]
-    fresh = {"schema_version": R.SCHEDULE_SCHEMA, "fingerprint": fingerprint(params), "seed": params.seed,
-             "count": count, "variants": names, "order": R.order(names, count, params.seed),
-             "usable_cores": usable, "busy_share": params.rounds.busy_share}
     sched_path = rounds_dir / paths.SCHEDULE.name
     try:
         old = R.load_schedule(sched_path) if sched_path.is_file() else None
     except R.RoundsError:
         old = None
+    fp = fingerprint(params)
+    oseed = order_seed(params, old, fp, names)
+    fresh = {"schema_version": R.SCHEDULE_SCHEMA, "engine": R.ENGINE, "fingerprint": fp, "seed": params.seed, "order_seed": oseed,
+             "count": count, "variants": names, "order": R.order(names, count, oseed),
+             "usable_cores": usable, "busy_share": params.rounds.busy_share}
     done = _kept(old, fresh, rounds_dir)
     if not done and rounds_dir.exists():
         shutil.rmtree(rounds_dir)          # another plan's processes: none may pass for this one's
@@ -169,7 +188,10 @@ def _run(params: Params, params_path: str, rounds_dir: Path) -> R.Schedule:
     sched = save()
     total = count * len(names)
     if done:
-        log(f"resuming: {len(done)} of {total} processes already measured with these inputs")
+        log(f"resuming: {len(done)} of {total} processes already measured with these inputs (order seed {oseed})")
+    else:
+        log(f"{count} round(s) x {len(names)} variants, order seed {oseed}"
+            f"{'' if params.rounds.order_seed is not None else ' (drawn for this measurement)'}")
     walls: list[float] = []
     t_stage = time.monotonic()
     for k, round_order in enumerate(fresh["order"], start=1):
@@ -191,8 +213,7 @@ def _run(params: Params, params_path: str, rounds_dir: Path) -> R.Schedule:
                 how = f"exited with code {code}" if code else "wrote no result"
                 raise MeasureError(f"round {k}, {name}: the process {how}; the {len(processes)} processes "
                                    f"measured are kept and `dvc repro` resumes from here")
-            busy = any(x is not None and x > params.rounds.busy_share
-                       for x in (load["foreign_share"], load["steal_share"]))
+            busy = is_busy(load, params.rounds.busy_share)
             processes.append(R.Process(round=k, position=pos, variant=name, first_core=core, started_at=started,
                                        exit_code=code, busy=busy, **load))
             walls.append(load["wall_seconds"])

@@ -192,7 +192,8 @@ def main(params: Params, kind: str, cores: list[int], replicas: int, count: int,
         from .multiworker import read_tf_config
 
         cluster = read_tf_config()
-    rt = runtime.start(params.train, replicas if kind != "replica" else 1, core_ids=cores, cluster=cluster)
+    rt = runtime.start(params.train, replicas if kind != "replica" else 1, core_ids=cores, cluster=cluster,
+                       speed_index=False)
     if kind == "allreduce":
         out = allreduce(params, rt.strategy, replicas, count)
     elif kind == "mirrored":

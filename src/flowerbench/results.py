@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .io import OutputError, read_json
 
+# 6: the process's CPU time over the timed windows (epoch_cpu_seconds, repeat_cpu_seconds) and the
+# speed index measured before training (speed_index, host.speed_index); `host` of host schema 2.
 # 5: the core budget (budget.py): budget_kind, cores_per_replica, budget_cores, budget_affinity,
 # usable_cores; readback (the mask and thread pools read back in the process).
 # 4: `host`, the host description (host.py) of the machine that measured the run; the report
@@ -24,7 +26,10 @@ from .io import OutputError, read_json
 # 3: data.pipeline `synthetic` renamed `tensors` (the stand-in data set alone is "synthetic").
 # 2: the multi-worker worker writes the same record as `train` (optimizer_class, dtype_policy,
 # workers, real start/finish times); 1 was the first release.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+# Read as well: the committed references of schema 5 (reports/reference/), which lack the CPU times and
+# the speed index (None there) and whose `host` is of host schema 1 (identity unknown).
+READABLE_SCHEMAS = (5, 6)
 
 
 class ResultError(RuntimeError):
@@ -72,6 +77,8 @@ class Result(BaseModel):
     epoch_images: list[int]
     repeat_seconds: list[float]
     repeat_wall_seconds: list[float]
+    epoch_cpu_seconds: Optional[list[float]] = None   # the process's CPU clock (all threads) over each timed
+    repeat_cpu_seconds: Optional[list[float]] = None  # epoch, and over each repeat's whole call (None: schema 5)
     timed_seconds: float
     images_per_second: float
     final_loss: float
@@ -116,7 +123,10 @@ class Result(BaseModel):
     git_commit: Optional[str]
     git_dirty: Optional[bool]
     git_changed: Optional[list[str]]
-    host: dict[str, Any]      # host.describe(): what changes a timing (CPU model, usable cores, GPUs, CUDA build)
+    host: dict[str, Any]      # host.describe(): what changes a timing (CPU identity, usable cores, GPUs, CUDA build)
+    # host.speed_index() measured by this process before TensorFlow started: GFLOP/s of a fixed matrix
+    # product (provenance: which machine and how fast that minute; never in data/host.json)
+    speed_index: Optional[dict[str, Any]] = None
     hostname: str
     platform: str
     argv: list[str]
@@ -125,8 +135,10 @@ class Result(BaseModel):
 
     @model_validator(mode="after")
     def _timed(self) -> "Result":
-        if self.schema_version != SCHEMA_VERSION:
+        if self.schema_version not in READABLE_SCHEMAS:
             raise ValueError(f"schema_version {self.schema_version}, this code reads {SCHEMA_VERSION}")
+        if self.schema_version >= 6 and (self.epoch_cpu_seconds is None or self.repeat_cpu_seconds is None):
+            raise ValueError("no CPU times of the timed epochs (epoch_cpu_seconds, repeat_cpu_seconds)")
         if not self.epoch_seconds or not self.timed_seconds > 0:
             raise ValueError(f"no timed epochs (timed_seconds={self.timed_seconds})")
         numbers = [self.timed_seconds, self.images_per_second, self.final_loss, self.warmup_seconds,
@@ -139,8 +151,9 @@ class Result(BaseModel):
         if self.global_batch_size != self.batch_size_per_replica * self.replicas:
             raise ValueError(f"global_batch_size {self.global_batch_size} is not batch_size_per_replica "
                              f"{self.batch_size_per_replica} x {self.replicas} replicas")
-        if (len(self.repeat_seconds), len(self.repeat_wall_seconds), len(self.epoch_seconds)) != (
-                self.repeats, self.repeats, self.repeats * self.epochs):
+        cpu = (len(self.repeat_cpu_seconds or self.repeat_seconds), len(self.epoch_cpu_seconds or self.epoch_seconds))
+        if (len(self.repeat_seconds), len(self.repeat_wall_seconds), len(self.epoch_seconds), *cpu) != (
+                self.repeats, self.repeats, self.repeats * self.epochs, self.repeats, self.repeats * self.epochs):
             raise ValueError(f"{len(self.repeat_seconds)} repeat and {len(self.epoch_seconds)} epoch time(s) for "
                              f"{self.repeats} repeat(s) of {self.epochs} epoch(s)")
         times = [*self.epoch_seconds, *self.repeat_seconds, *self.repeat_wall_seconds, self.images_per_second]
@@ -180,7 +193,7 @@ def load(path: Path) -> Result:
     if not isinstance(raw, dict):
         raise ResultError(f"{path}: expected a JSON object, got {type(raw).__name__}")
     version = raw.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_SCHEMAS:
         raise ResultError(f"{path}: schema_version {version!r}, this code reads {SCHEMA_VERSION} "
                           f"(written by another version of flowerbench); rerun `dvc repro`")
     try:

@@ -40,10 +40,11 @@ class Runtime:
     budget: CoreBudget       # the cores and threads this process has
     plan: Any                # devices.DevicePlan: what the replicas are
     strategy: Any            # the tf.distribute strategy the run builds its variables under
+    speed: Optional[dict] = None   # host.speed_index on the pinned cores, before TensorFlow started
 
     def devices_record(self) -> dict:
         """The fields a result records about where it ran."""
-        return {**self.plan.as_dict(), "host": self.machine}
+        return {**self.plan.as_dict(), "host": self.machine, "speed_index": self.speed}
 
 
 def core_budget(train: TrainParams, replicas: int, cores: Optional[int] = None, *,
@@ -65,7 +66,8 @@ def tensorflow_env() -> None:
 
 def start(train: TrainParams, replicas: int, *, cores: Optional[int] = None,
           core_ids: Optional[list[int]] = None, cluster: Optional[tuple[list[str], int]] = None,
-          machine: Optional[dict] = None, before_strategy: Optional[Callable[[], None]] = None) -> Runtime:
+          machine: Optional[dict] = None, before_strategy: Optional[Callable[[], None]] = None,
+          speed_index: bool = True) -> Runtime:
     """Start this process's measured run: see the module docstring for the order.
 
     `cores`: the cores of a one-replica `threads` run (None: replicas x train.cores_per_replica).
@@ -73,7 +75,9 @@ def start(train: TrainParams, replicas: int, *, cores: Optional[int] = None,
     `cluster`: (worker addresses, this worker's index): one worker of a MultiWorkerMirroredStrategy
     job, one replica each; a local job gives each worker its own slice of the cores.
     `before_strategy`: runs after the devices are planned, just before the strategy is built (the
-    multi-worker watchdog starts there: the constructor blocks until every peer joins)."""
+    multi-worker watchdog starts there: the constructor blocks until every peer joins).
+    `speed_index`: time host.speed_index (about 1 s) on the pinned cores first, for the result's
+    provenance (the probes, which write no result, skip it)."""
     from . import devices
 
     if cluster is None:
@@ -85,6 +89,7 @@ def start(train: TrainParams, replicas: int, *, cores: Optional[int] = None,
         machine, budget = core_budget(train, len(addresses), machine=machine,
                                       worker=index if devices.local_cluster(addresses) else 0)
     budgets.pin(budget)
+    speed = host.speed_index() if speed_index else None
     tensorflow_env()
     devices.import_tensorflow()
     if cluster is not None:
@@ -96,4 +101,4 @@ def start(train: TrainParams, replicas: int, *, cores: Optional[int] = None,
     strategy = devices.make_strategy(plan)
     if strategy.num_replicas_in_sync != replicas:
         raise RuntimeError(f"the strategy has {strategy.num_replicas_in_sync} replicas in sync, expected {replicas}")
-    return Runtime(machine=machine, budget=budget, plan=plan, strategy=strategy)
+    return Runtime(machine=machine, budget=budget, plan=plan, strategy=strategy, speed=speed)

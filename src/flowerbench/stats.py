@@ -11,8 +11,12 @@ Pure arithmetic on numbers (no results, no files), so each piece is tested on re
   * `components(...)`: the variance of log epoch times split into between rounds (processes),
     between repeats in one process and between epochs in one repeat (Kalibera & Jones, ISMM 2013).
   * `rounds_needed`, `per_level`: the counts those components call for.
-  * `agree(a, b, k)`: two measurements of one paired ratio agree when their difference lies within
-    the Bonferroni-corrected interval of the difference (k numbers compared).
+  * `tost(...)`: the one equivalence test (two one-sided tests) for every "does it match" question:
+    equivalent when the 90 % interval of a log difference lies inside a band symmetric on the log
+    scale, different when the 95 % interval (Bonferroni-corrected where any of several may differ)
+    lies wholly outside it, otherwise undetermined.  The A/B and the held-out verdicts both use it.
+  * `random_effects(groups)`: a one-way random-effects model over measurements (runs) of one
+    quantity: the pooled within-run variance (df summed) and the between-run component.
 
 Student's t quantiles are computed (regularised incomplete beta, bisection), not read from a table.
 """
@@ -24,79 +28,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import Optional, Sequence
 
-CONFIDENCE = 0.95
+from .tdist import CONFIDENCE, mean_interval, t975, t_cdf, t_quantile  # noqa: F401
+
 FASTER, SLOWER, UNDECIDED = "faster", "slower", "not distinguishable"
-
-
-# --------------------------------------------------------------------------- Student's t
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """The continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        for num in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_cdf(t: float, df: float) -> float:
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t >= 0 else tail
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The p-quantile of Student's t with df degrees of freedom (0.5 < p < 1), to 1e-10."""
-    if not 0.5 < p < 1.0 or df <= 0:
-        raise ValueError(f"t_quantile: need 0.5 < p < 1 and df > 0, got p={p}, df={df}")
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        lo, hi = (mid, hi) if t_cdf(mid, df) < p else (lo, mid)
-        if hi - lo < 1e-10:
-            break
-    return (lo + hi) / 2.0
-
-
-def t975(df: float) -> float:
-    """The two-sided 95 % multiplier."""
-    return t_quantile(0.5 + CONFIDENCE / 2, df)
-
-
-def mean_interval(values: Sequence[float]) -> dict:
-    """Median, mean and the 95 % t-interval of the mean; no interval for n = 1 (never a fake one)."""
-    n = len(values)
-    mean = statistics.fmean(values)
-    out = {"n": n, "median": statistics.median(values), "mean": mean, "low": None, "high": None, "se": None}
-    if n >= 2:
-        se = statistics.stdev(values) / n ** 0.5
-        out.update(se=se, low=mean - t975(n - 1) * se, high=mean + t975(n - 1) * se)
-    return out
 
 
 # --------------------------------------------------------------------------- paired ratios
@@ -111,6 +45,11 @@ class Estimate:
     n: int
     log_mean: float
     log_sd: Optional[float]     # sd of the log ratios over rounds (None for n = 1)
+    df: Optional[float] = None  # of log_sd: n - 1 from this run alone, more when pooled over runs
+
+    @property
+    def dof(self) -> Optional[float]:
+        return self.df if self.df is not None else (self.n - 1 if self.n >= 2 else None)
 
     @property
     def half_width_pct(self) -> Optional[float]:
@@ -130,22 +69,37 @@ class Estimate:
         """The same estimate divided by a constant (an efficiency: a speed-up over N)."""
         return Estimate(self.point / by, None if self.low is None else self.low / by,
                         None if self.high is None else self.high / by, self.n, self.log_mean - math.log(by),
-                        self.log_sd)
+                        self.log_sd, self.df)
 
     def as_dict(self) -> dict:
         return {**asdict(self), "half_width_pct": self.half_width_pct}
 
 
-def from_logs(logs: Sequence[float]) -> Estimate:
+def from_logs(logs: Sequence[float], pooled: Optional[tuple[float, float]] = None) -> Estimate:
+    """The geometric mean of exp(logs) and its 95 % t-interval; `pooled` = (sd, df): use that sd of one
+    log value (a pooled within-run sd, random_effects) and its df instead of this run's own."""
     n = len(logs)
     if n == 0:
         raise ValueError("no rounds to estimate from")
     m = statistics.fmean(logs)
-    if n == 1:
+    if pooled is not None and pooled[1] and pooled[1] >= 1:
+        sd, df = pooled
+    elif n == 1:
         return Estimate(math.exp(m), None, None, 1, m, None)
-    sd = statistics.stdev(logs)
-    half = t975(n - 1) * sd / n ** 0.5
-    return Estimate(math.exp(m), math.exp(m - half), math.exp(m + half), n, m, sd)
+    else:
+        sd, df = statistics.stdev(logs), None
+    half = t975(df if df is not None else n - 1) * sd / n ** 0.5
+    return Estimate(math.exp(m), math.exp(m - half), math.exp(m + half), n, m, sd, df)
+
+
+def logs_of(numerator: Sequence[float], denominator: Sequence[float]) -> list[float]:
+    """log(numerator[i] / denominator[i]) per round: a paired ratio's values (checked)."""
+    if len(numerator) != len(denominator):
+        raise ValueError(f"paired ratios need one value of each per round: {len(numerator)} against "
+                         f"{len(denominator)}")
+    if min([*numerator, *denominator], default=1.0) <= 0:
+        raise ValueError("paired ratios need positive times")
+    return [math.log(a / b) for a, b in zip(numerator, denominator)]
 
 
 def geometric(values: Sequence[float]) -> Estimate:
@@ -154,15 +108,11 @@ def geometric(values: Sequence[float]) -> Estimate:
     return from_logs([math.log(x) for x in values])
 
 
-def paired(numerator: Sequence[float], denominator: Sequence[float]) -> Estimate:
+def paired(numerator: Sequence[float], denominator: Sequence[float],
+           pooled: Optional[tuple[float, float]] = None) -> Estimate:
     """numerator[i] / denominator[i] per round i (a speed-up: baseline seconds over the run's), as one
-    estimate over the rounds."""
-    if len(numerator) != len(denominator):
-        raise ValueError(f"paired ratios need one value of each per round: {len(numerator)} against "
-                         f"{len(denominator)}")
-    if min([*numerator, *denominator], default=1.0) <= 0:
-        raise ValueError("paired ratios need positive times")
-    return from_logs([math.log(a / b) for a, b in zip(numerator, denominator)])
+    estimate over the rounds; `pooled`: (sd, df) of a pooled within-run spread (from_logs)."""
+    return from_logs(logs_of(numerator, denominator), pooled)
 
 
 def verdict(est: Estimate) -> str:
@@ -263,3 +213,83 @@ def per_level(upper_cost_s: float, lower_cost_s: float, lower_var: Optional[floa
     if not upper_var:
         return most
     return max(1, min(most, math.ceil(math.sqrt(upper_cost_s / lower_cost_s * lower_var / upper_var))))
+
+
+# --------------------------------------------------------------------------- equivalence
+
+
+EQUIVALENT, DIFFERENT, UNDETERMINED = "equivalent", "different", "undetermined"
+
+
+def tost(log_diff: float, se: Optional[float], df: Optional[float], band_pct: float, alpha: float = 0.05,
+         alpha_differs: float = 0.05) -> dict:
+    """The one equivalence test, on the log scale (two one-sided tests, Schuirmann 1987).
+
+    `log_diff`: the measured log difference (log B - log A, or log measured - log predicted), `se` its
+    standard error with `df` degrees of freedom; the band is +-log(1 + band_pct / 100), symmetric on the
+    log scale.  -> verdict:
+      * EQUIVALENT when the (1 - 2 alpha) interval (90 %) lies inside the band;
+      * DIFFERENT when the (1 - alpha_differs) interval (95 %; pass alpha / k when any of k may differ,
+        Bonferroni) lies wholly outside it;
+      * UNDETERMINED otherwise, and without an interval (se or df missing).
+    `shift`: the (1 - alpha_differs) interval excludes 0, a detectable difference (it may still be
+    inside the band)."""
+    band = math.log1p(band_pct / 100.0)
+    out = {"log_diff": log_diff, "difference_pct": math.expm1(log_diff) * 100.0, "band_pct": band_pct,
+           "se": se, "df": df, "verdict": UNDETERMINED, "shift": None,
+           "equivalence_interval_pct": None, "difference_interval_pct": None}
+    if se is None or df is None or df <= 0 or not math.isfinite(se):
+        return out
+    t_eq, t_diff = t_quantile(1.0 - alpha, df), t_quantile(1.0 - alpha_differs / 2.0, df)
+    eq = (log_diff - t_eq * se, log_diff + t_eq * se)
+    diff = (log_diff - t_diff * se, log_diff + t_diff * se)
+    if -band <= eq[0] and eq[1] <= band:
+        verdict = EQUIVALENT
+    elif diff[0] > band or diff[1] < -band:
+        verdict = DIFFERENT
+    else:
+        verdict = UNDETERMINED
+    return {**out, "verdict": verdict, "shift": diff[0] > 0 or diff[1] < 0,
+            "equivalence_interval_pct": [math.expm1(x) * 100.0 for x in eq],
+            "difference_interval_pct": [math.expm1(x) * 100.0 for x in diff]}
+
+
+def se_from_interval(low: float, high: float, df: float, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """(log point, standard error) of a log-symmetric interval [low, high] at `confidence` with `df`:
+    what a committed 95 % interval says of its own spread (the 90 % one follows from it)."""
+    lo, hi = math.log(low), math.log(high)
+    return (lo + hi) / 2.0, (hi - lo) / 2.0 / t_quantile(0.5 + confidence / 2.0, df)
+
+
+# --------------------------------------------------------------------------- pooling runs
+
+
+def random_effects(groups: Sequence[Sequence[float]]) -> dict:
+    """A one-way random-effects model over runs of one quantity: groups[run] = its values (log ratios
+    per round, or log times per process).  -> the pooled within-run variance (df = sum of n_j - 1 over
+    runs with two values or more), the between-run component (method of moments, (MSB - MSW) / n0,
+    clipped at 0; None with one run), and the F statistic with its p value (a diagnostic, never a gate)."""
+    gs = [list(g) for g in groups if len(g) >= 1]
+    ss_w = sum(statistics.variance(g) * (len(g) - 1) for g in gs if len(g) >= 2)
+    df_w = sum(len(g) - 1 for g in gs)
+    within = ss_w / df_w if df_w else None
+    out = {"runs": len(gs), "values": sum(len(g) for g in gs), "within": within,
+           "within_sd": None if within is None else math.sqrt(within), "df_within": df_w,
+           "between": None, "between_sd": None, "f": None, "p": None}
+    k, total = len(gs), sum(len(g) for g in gs)
+    if k < 2 or within is None:
+        return out
+    grand = statistics.fmean([x for g in gs for x in g])
+    ms_b = sum(len(g) * (statistics.fmean(g) - grand) ** 2 for g in gs) / (k - 1)
+    n0 = (total - sum(len(g) ** 2 for g in gs) / total) / (k - 1)
+    between = max(0.0, (ms_b - within) / n0)
+    f = ms_b / within if within > 0 else None
+    p = None if f is None else 1.0 - f_cdf(f, k - 1, df_w)
+    return {**out, "between": between, "between_sd": math.sqrt(between), "f": f, "p": p}
+
+
+def f_cdf(x: float, d1: float, d2: float) -> float:
+    """The cumulative F distribution (regularised incomplete beta)."""
+    from .tdist import _betainc
+
+    return 0.0 if x <= 0 else _betainc(d1 / 2.0, d2 / 2.0, d1 * x / (d1 * x + d2))

@@ -41,7 +41,7 @@ from .config import Params, resolved_dict
 from .deadline import Deadline, guarded
 from .io import write_json
 from .log import get_logger
-from .predict import TERMS_SCHEMA, check_terms
+from .termsfile import TERMS_SCHEMA, check_terms
 
 DEADLINE_S = 900           # the whole stage; a probe that hangs is killed with its group
 STEP_COUNT = 12            # timed training steps of each replica probe (alone, side by side)
@@ -111,7 +111,7 @@ def run_together(procs: list[subprocess.Popen], deadline: Deadline, solo_first: 
 
 
 def _median_iv(what: str, values: list[float]) -> dict:
-    from .stats import mean_interval as interval
+    from .tdist import mean_interval as interval
 
     iv = interval(values)
     return {f"median_{what}": statistics.median(values), f"interval_{what}": [iv["low"], iv["high"]]}
@@ -183,7 +183,7 @@ def run(params: Params, params_path: str = "params.yaml", out: Path = paths.TERM
     clear_output(out)
     machine = host.describe()
     usable_ids = host.usable_core_ids(machine)
-    record = {"schema_version": TERMS_SCHEMA, "host": machine, "cpu_model": machine["cpu_model"],
+    record = {"schema_version": TERMS_SCHEMA, "host": machine, "cpu_model": host.cpu_label(machine),
               "cores_per_replica": params.train.cores_per_replica,
               "batch_size_per_replica": params.train.batch_size_per_replica,
               "image_size": params.data.image_size, "cache": params.data.cache, "model": params.model.arch,

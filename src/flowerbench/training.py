@@ -141,6 +141,7 @@ def summarise(variant: Variant, params: Params, batches: Batches, images, res, e
         "epoch_seconds": res.epoch_seconds, "epoch_loss": res.epoch_loss, "epoch_accuracy": res.epoch_accuracy,
         "epoch_images": res.epoch_images, "repeat_seconds": res.repeat_seconds,
         "repeat_wall_seconds": res.repeat_wall_seconds,
+        "epoch_cpu_seconds": res.epoch_cpu_seconds, "repeat_cpu_seconds": res.repeat_cpu_seconds,
         "timed_seconds": timed, "images_per_second": images_timed / timed,
         "final_loss": res.final_loss, "final_accuracy": res.final_accuracy,
         "mixed_precision": params.train.mixed_precision, "jit_compile": params.train.jit_compile,

@@ -99,8 +99,8 @@ def test_report_results_missing_field(report_dir):
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (lambda r: r.update(schema_version=SCHEMA_VERSION - 1),
-     f"schema_version {SCHEMA_VERSION - 1}, this code reads {SCHEMA_VERSION} (written by another version"),
+    (lambda r: r.update(schema_version=SCHEMA_VERSION - 2),
+     f"schema_version {SCHEMA_VERSION - 2}, this code reads {SCHEMA_VERSION} (written by another version"),
     (lambda r: r.pop("schema_version"), f"schema_version None, this code reads {SCHEMA_VERSION}"),
     (lambda r: r.update(colour="blue"), "unknown field colour (written by another version of flowerbench?"),
     (lambda r: r.update(replicas="two"), "replicas: Input should be a valid integer"),

@@ -15,7 +15,9 @@ KNOWN = {"single_fit": ("fit", 1, 100.0), "mirrored_fit": ("fit", 2, 60.0), "sin
          "mirrored_custom": ("custom", 2, 50.0), "multiworker_custom": ("custom", 2, 70.0)}
 
 
-TEST_HOST = {"host_schema": 1, "cpu_model": "Test CPU", "machine": "x86_64", "usable_cores": 2, "gpu_count": 0,
+TEST_HOST = {"host_schema": 2, "cpu": {"vendor": "TestVendor", "family": 1, "model": 2, "stepping": 3,
+                                      "isa": ["avx", "avx2", "fma"], "l2_kib": 1024, "l3_kib": 32768},
+             "memory_gib": 24, "machine": "x86_64", "usable_cores": 2, "gpu_count": 0,
              "gpu_models": [], "gpu_driver": None, "tensorflow_build": {"installed": True, "is_cuda_build": False}}
 
 
@@ -43,6 +45,7 @@ def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, 
         "epochs": epochs, "repeats": 1, "warmup_seconds": 30.0, "epoch_seconds": per,
         "epoch_loss": [1.6, 1.2, 0.9, 0.5], "epoch_accuracy": [0.3, 0.5, 0.7, 0.8], "epoch_images": [3670] * epochs,
         "repeat_seconds": [seconds], "repeat_wall_seconds": [seconds], "timed_seconds": seconds,
+        "epoch_cpu_seconds": [x * replicas for x in per], "repeat_cpu_seconds": [seconds * replicas],
         "images_per_second": 3670 * epochs / seconds, "final_loss": 0.5, "final_accuracy": 0.8,
         "step_timing": False, "step_seconds": None, "harness_ratio": None, "harness_note": "step_timing is off",
         "stage_seconds": seconds + 40, "device_kind": kind if replicas > 1 else kind.replace("logical_", ""),
@@ -56,7 +59,8 @@ def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, 
         "onednn": "1", "tf_built_with_cuda": True, "data_source": "synthetic" if synthetic else "download",
         "data_label": None, "data_synthetic": synthetic, "data_tree_sha256": "0" * 64, "params": tiny_params(),
         "versions": {"python": "3.11", "tensorflow": "2.21.0"}, "git_commit": "abc", "git_dirty": False,
-        "git_changed": [], "host": dict(TEST_HOST), "hostname": "test", "platform": "Linux", "argv": ["train"],
+        "git_changed": [], "host": dict(TEST_HOST),
+        "speed_index": {"gflops": 50.0, "low": 49.0, "high": 51.0, "matrix": 128, "seconds": 1.0}, "hostname": "test", "platform": "Linux", "argv": ["train"],
         "started_at": "2026-12-04T10:00:00+00:00", "finished_at": "2026-12-04T10:05:00+00:00",
     }
 
@@ -68,15 +72,16 @@ DRIFT = (1.0, 1.04, 0.97)
 
 def schedule(variants: list[str], count: int) -> dict:
     """A complete results/rounds/schedule.json for `variants` x `count` rounds (rounds.Schedule)."""
-    from flowerbench import rounds
+    from flowerbench import schedule as rounds
 
-    order = rounds.order(variants, count, 123)
+    order = rounds.order(variants, count, 7)
     procs = [{"round": k, "position": i + 1, "variant": v, "first_core": (k - 1) % 2,
               "started_at": "2026-12-04T10:00:00+00:00", "wall_seconds": 60.0, "exit_code": 0,
               "load_before": [0.1, 0.1, 0.1], "load_after": [1.0, 0.5, 0.2], "steal_share": 0.0,
               "foreign_share": 0.01, "busy": False}
              for k, o in enumerate(order, start=1) for i, v in enumerate(o)]
-    return {"schema_version": rounds.SCHEDULE_SCHEMA, "fingerprint": "0" * 64, "seed": 123, "count": count,
+    return {"schema_version": rounds.SCHEDULE_SCHEMA, "engine": rounds.ENGINE, "fingerprint": "0" * 64, "seed": 123, "order_seed": 7,
+            "count": count,
             "variants": variants, "order": order, "usable_cores": 2, "busy_share": 0.1, "processes": procs}
 
 
@@ -96,7 +101,8 @@ def per_round(record: dict, drift=DRIFT) -> list[dict]:
     out = []
     for f in drift:
         r = json.loads(json.dumps(record))
-        for key in ("epoch_seconds", "repeat_seconds", "repeat_wall_seconds"):
+        for key in ("epoch_seconds", "repeat_seconds", "repeat_wall_seconds", "epoch_cpu_seconds",
+                    "repeat_cpu_seconds"):
             r[key] = [x * f for x in r[key]]
         r["timed_seconds"] *= f
         r["images_per_second"] /= f
