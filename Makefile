@@ -108,7 +108,7 @@ remeasure: $(STAMP)
 
 AB_ARGS ?=
 .PHONY: ab
-## ab: reproducibility: measure the rounds again (B), test every paired ratio against results/rounds (A) -> reports/ab.md (AB_ARGS=--fresh: A too; --split K: A, B = rounds 1..K, K+1..)
+## ab: reproducibility: measure the rounds again (B), judge every distinct paired ratio against results/rounds (A) by an equivalence test (reproduces / differs / undetermined, +-15 %) -> reports/ab.md (AB_ARGS=--fresh: A too; --split K: A, B = rounds 1..K, K+1..; --against DIR)
 ab: $(STAMP)
 	$(DVC) repro host fetch
 	$(PY) -m flowerbench ab $(AB_ARGS)
@@ -124,6 +124,11 @@ predict-heldout: $(STAMP)
 validate: $(STAMP)
 	$(DVC) repro host fetch
 	$(PY) -m flowerbench validate
+
+.PHONY: rejudge
+## rejudge: judge the committed held-out validation again by the current rule, from its recorded numbers (nothing measured, terms not read) -> reports/validation/
+rejudge: $(STAMP)
+	$(PY) -m flowerbench validate --rejudge
 
 .PHONY: prune-lock
 ## prune-lock: drop dvc.lock entries of stages dvc.yaml no longer has (make reproduce does it too)

@@ -16,7 +16,7 @@ import json
 import os
 import time
 
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # as training runs (src/flowerbench/cli.py)
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "1")  # as training runs (runtime.tensorflow_env)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 RESNET50_TRAIN_GFLOP_224 = 24.6

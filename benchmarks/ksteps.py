@@ -119,14 +119,15 @@ def analyse(runs: dict[str, list[dict]], prediction: dict, ks: list[int]) -> dic
         p = by_k.get(str(k))
         if p:
             row.update(predicted_seconds=p["seconds"], error_pct=predict.error_pct(p["seconds"], est.point),
-                       verdict=predict.judge(p["seconds"], est.point, est.low, est.high),
+                       verdict=predict.judge(p["seconds"], est.point, est.low, est.high, est.dof),
                        predicted_over_k1=p["over_smallest_k"])
         if k != ks[0]:
             over = _ratio(runs, f"ours_custom_N_k{k}", f"ours_custom_N_k{ks[0]}", "timed_seconds")
             row["measured_over_k1"] = over
             if p:
                 row["ratio_error_pct"] = predict.error_pct(p["over_smallest_k"], over["point"])
-                row["ratio_verdict"] = predict.judge(p["over_smallest_k"], over["point"], over["low"], over["high"])
+                row["ratio_verdict"] = predict.judge(p["over_smallest_k"], over["point"], over["low"], over["high"],
+                                                     over["n"] - 1)
         k_rows.append(row)
     seconds = {name: stats.geometric([r["call_seconds"] for r in rs]).as_dict() for name, rs in runs.items()}
     budgets = [("N x c", "custom_N", "custom loop (whole epoch in one tf.function)",

@@ -271,8 +271,9 @@ def _build_pipeline(repo: Path) -> None:
 
     for item in ("dvc.yaml", "src", ".dvc/config", ".dvc/.gitignore", ".dvc/plots", ".gitignore", ".dvcignore",
                  "data/.gitignore", "reports/.gitignore", "requirements.lock",
-                 # the report reads the committed held-out predictions and their validation, as a clone has them
-                 "predictions/heldout.json", "reports/validation/validation.json"):
+                 # the report reads the committed held-out predictions and their validation, and the
+                 # reference runs it pools its variance with, as a clone has them
+                 "predictions/heldout.json", "reports/validation/validation.json", "reports/reference"):
         src = REPO / item
         if src.is_dir():
             shutil.copytree(src, repo / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))

@@ -117,3 +117,45 @@ def test_readme_what_is_where_names_every_module():
                                                     (p / "__init__.py").exists()}
     missing = sorted(m for m in modules - {"__init__", "__main__"} if not re.search(rf"\b{m}\b", where))
     assert missing == []
+
+
+# params.yaml maps whose keys the user names (variants, the blog's times, ...): documented as a whole
+USER_MAPS = {"variants", "report.blog_seconds", "report.blog_claimed_reduction_pct",
+             "report.scaling_model.allreduce_seconds_per_step", "report.scaling_model.blog_input_images_per_second"}
+
+
+def params_keys(d: dict, prefix: str = "") -> list[str]:
+    """The dotted keys of params.yaml, recursing into sections but not into the user-named maps."""
+    out = []
+    for k, v in d.items():
+        name = f"{prefix}{k}"
+        out += params_keys(v, name + ".") if isinstance(v, dict) and name not in USER_MAPS else [name]
+    return out
+
+
+def test_every_key_of_params_yaml_is_in_docs_params_md():
+    import yaml
+
+    doc = (REPO / "docs" / "params.md").read_text()
+    keys = params_keys(yaml.safe_load((REPO / "params.yaml").read_text()))
+    assert "rounds.order_seed" in keys and "report.blog_seconds" in keys and "variants" in keys
+    assert [k for k in keys if f"`{k}`" not in doc] == []
+    assert params_keys({"a": {"b": 1, "c": {"d": 2}}, "variants": {"x": {"loop": "fit"}}}) == ["a.b", "a.c.d", "variants"]
+
+
+def test_every_stage_command_is_in_the_cli_usage():
+    from flowerbench import cli
+
+    usage = cli.__doc__
+    assert [c for c in cli.STAGE_COMMANDS if f"python -m flowerbench {c}" not in usage] == []
+    assert [c for c in cli.TOOLS if f"python -m flowerbench {c}" not in usage] == []
+
+
+def test_every_stage_command_in_dvc_yaml_is_the_one_docs_pipeline_gives():
+    import yaml
+
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    table = (REPO / "docs" / "pipeline.md").read_text()
+    given = dict(re.findall(r"^\| `(\w+)` \| `([^`]+)`", table, re.M))
+    assert set(given) == set(stages)
+    assert {name: st["cmd"] for name, st in stages.items()} == given

@@ -154,3 +154,59 @@ def test_a_first_epoch_still_warming_up_is_left_out_by_rule():
     assert rounds.process_seconds(warm, "median_settled") == pytest.approx(10.0 * 4)
     r.update(epoch_seconds=[10.9, 10.0, 10.2, 9.8])   # within 10 %: kept
     assert rounds.settled_epochs(Result.model_validate(r))[1] == 0
+
+
+def test_tost_with_the_held_out_band_and_the_ab_band():
+    """One function, two bands: +-10 % around a prediction, +-15 % for B over A; symmetric on the log
+    scale, so a ratio and its inverse get the same verdict."""
+    se, df = 0.02, 8
+    for band in (10.0, 15.0):
+        edge = math.log1p(band / 100)
+        inside = S.tost(edge / 3, se, df, band)
+        assert inside["verdict"] == S.EQUIVALENT and inside["band_pct"] == band
+        assert S.tost(-edge / 3, se, df, band)["verdict"] == S.EQUIVALENT
+        far = edge + S.t_quantile(0.975, df) * se * 1.01
+        assert S.tost(far, se, df, band)["verdict"] == S.DIFFERENT
+        assert S.tost(-far, se, df, band)["verdict"] == S.DIFFERENT
+        assert S.tost(edge, se, df, band)["verdict"] == S.UNDETERMINED
+    # 12 % off: outside the held-out band (missed when measured tightly), inside the A/B band
+    assert S.tost(math.log(1.12), 0.005, df, 10.0)["verdict"] == S.DIFFERENT
+    assert S.tost(math.log(1.12), 0.005, df, 15.0)["verdict"] == S.EQUIVALENT
+
+
+def test_a_committed_95_percent_interval_gives_back_its_standard_error():
+    point, se = math.log(20.0), 0.05
+    half = S.t975(1) * se
+    lp, got = S.se_from_interval(math.exp(point - half), math.exp(point + half), 1)
+    assert lp == pytest.approx(point) and got == pytest.approx(se)
+    # the 90 % half-width follows from the 95 % one: scaled by t(0.95, 1) / t(0.975, 1) = 6.314 / 12.706
+    assert S.t_quantile(0.95, 1) / S.t975(1) == pytest.approx(6.314 / 12.706, rel=1e-3)
+
+
+@pytest.mark.parametrize("between,within", [(0.0, 0.1), (0.06, 0.1), (0.1, 0.05)])
+def test_the_random_effects_pool_recovers_known_components(between, within):
+    """Simulated runs with a known between-run sd and within-run sd: the pooled within-run sd and the
+    between-run component come back within sampling error (200 runs of 4 rounds), and df is summed."""
+    import random
+
+    rng = random.Random(17)
+    groups = []
+    for _ in range(200):
+        b = rng.gauss(0.0, between)
+        groups.append([b + rng.gauss(0.0, within) for _ in range(4)])
+    re = S.random_effects(groups)
+    assert re["df_within"] == 200 * 3 and re["runs"] == 200
+    assert re["within_sd"] == pytest.approx(within, rel=0.08)
+    assert re["between_sd"] == pytest.approx(between, abs=0.02)
+    assert (re["p"] < 0.01) == (between > 0)
+    one = S.random_effects(groups[:1])
+    assert one["between"] is None and one["df_within"] == 3
+
+
+def test_a_pooled_spread_sets_the_interval_and_its_df():
+    logs = [0.10, 0.12, 0.08]
+    own = S.from_logs(logs)
+    pooled = S.from_logs(logs, (0.05, 40))
+    assert pooled.point == pytest.approx(own.point) and pooled.df == 40 and own.dof == 2
+    half = S.t975(40) * 0.05 / math.sqrt(3)
+    assert pooled.high == pytest.approx(math.exp(0.10 + half))

@@ -161,3 +161,27 @@ def test_predict_then_validate_for_real_on_tiny_data(workdir):
     ws = workdir / ".dvc" / "tmp" / "heldout" / "batch2"
     assert yaml.safe_load((ws / "params.yaml").read_text())["train"]["batch_size_per_replica"] == 2
     shutil.rmtree(ws / "results")           # (a rerun measures again where the rounds are gone)
+
+
+def test_the_committed_validation_rejudged_by_the_equivalence_test(tmp_path):
+    """The committed held-out validation (2 rounds per setting, df = 1) judged again from its recorded
+    numbers, without the terms: px64 fit and batch16 fit, whose measured 95 % intervals clear the +-10 %
+    band around their predictions, are MISSED; the other 10 are undetermined; none holds."""
+    import shutil
+
+    from tests.conftest import REPO
+
+    shutil.copy(REPO / "reports" / "validation" / "validation.json", tmp_path / "validation.json")
+    shutil.copy(REPO / "predictions" / "heldout.json", tmp_path / "heldout.json")
+    assert V.rejudge(tmp_path / "validation.json", tmp_path / "heldout.json") == 1
+    out = json.loads((tmp_path / "validation.json").read_text())
+    s = out["summary"]
+    assert sorted(s["missed"]) == ["batch16 fit", "px64 fit"] and s["held"] == 0 and len(s["undetermined"]) == 10
+    assert all(r["df"] == r["rounds"] - 1 == 1 for r in out["rows"])
+    assert out["rule"] == V.RULE and "undetermined" in json.dumps(out["rejudged_from"]["verdicts"])
+    md = (tmp_path / "validation.md").read_text()
+    assert "| px64 | fit |" in md and "MISSED" in md and "90 % interval" in md
+    # a re-judgement of other predictions than the ones judged is refused
+    (tmp_path / "heldout.json").write_text("{}")
+    with pytest.raises(H.FrozenError, match="judged predictions"):
+        V.rejudge(tmp_path / "validation.json", tmp_path / "heldout.json")

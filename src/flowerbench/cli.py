@@ -8,10 +8,16 @@
     python -m flowerbench launch [--workers N]                  (N local workers)
     python -m flowerbench terms  [--params ...]                 (the model's terms: results/model-terms.json)
     python -m flowerbench probe  KIND --cores 0,1 --batch B     (one term, one process; run by `terms`)
+    python -m flowerbench rounds [--params ...]                 (every variant in interleaved rounds: results/rounds/)
+    python -m flowerbench ab [--fresh | --split K] [--against DIR]  (the rounds measured again, judged: reports/ab.md)
+    python -m flowerbench predict-heldout                       (the model's predictions: predictions/heldout.json)
+    python -m flowerbench validate [--rejudge]                  (the held-out settings measured and judged)
     python -m flowerbench preflight --params params-blog.yaml   (can this host run it?)
     python -m flowerbench exp-args --params params-blog.yaml    (-S args for dvc exp run)
     python -m flowerbench measured --since ISO-TIME             (what `make reproduce` measured, reused)
     python -m flowerbench prune-lock                            (drop dvc.lock entries of removed stages)
+    python -m flowerbench estimators                            (each estimator's between-process sd on the
+                                                                 committed measurements; the chosen one)
 
 The pipeline's commands live in flowerbench/commands/ (dvc.yaml runs them as
 `python -m flowerbench.commands.<stage>`, so no stage depends on this file); the
@@ -57,20 +63,45 @@ def _prune_lock(args, params):
           f"longer has{': ' + ', '.join(removed) if removed else ''}")
 
 
+def _estimators(args, params):
+    from . import estimators as E, pool
+
+    names = [v.name for v in params.all_variants()]
+    runs = pool.committed(names)
+    if not runs:
+        raise RuntimeError("no committed measurements of these variants (reports/reference/*/results/rounds, "
+                           "results/rounds)")
+    measurements = [{v: rr.of(v) for v in names} for rr in runs.values()]
+    out = E.choose(measurements)
+    bias = E.settle_bias(measurements)
+    print(f"{len(runs)} measurement(s), {sum(rr.count for rr in runs.values())} rounds: {', '.join(runs)}")
+    print("between-process sd of log process time, pooled over variants and measurements (df):")
+    for name, x in sorted(out["estimators"].items(), key=lambda kv: kv[1]["sd"] or 1e9):
+        mark = "  <- smallest" if name == out["chosen"] else ""
+        print(f"  {name:15s} {x['sd']:.5f} (df {x['df']}){mark}   {E.WORDS[name]}")
+    print(f"in use: {E.CHOSEN}; the warm-up rule dropped a first epoch in {bias['dropped']} of {bias['processes']} "
+          f"processes and shortened a time by {-bias['mean_log_ratio'] * 100:.2f} % on average")
+    return 0 if out["chosen"] == E.CHOSEN else 1
+
+
 def _tool_parser(name: str) -> argparse.ArgumentParser:
     helps = {"preflight": "check that this host can run every variant of the params (GPUs, emulation) "
                           "before any work starts",
              "exp-args": "print `-S key=value` arguments that turn params.yaml into this params file "
                          "(for `dvc exp run`)",
              "measured": "say which results were measured since a time and which were reused (and where)",
-             "prune-lock": "remove dvc.lock entries of stages that dvc.yaml no longer has"}
+             "prune-lock": "remove dvc.lock entries of stages that dvc.yaml no longer has",
+             "estimators": "each estimator of a process's time, its between-process sd on the committed "
+                           "measurements (reports/reference/, results/rounds), and the one in use; exit 1 when "
+                           "the data now favour another"}
     p = entry.parser(name, helps[name])
     if name == "measured":
         p.add_argument("--since", required=True, help="ISO time the run started (make reproduce passes it)")
     return p
 
 
-TOOLS = {"preflight": _preflight, "exp-args": _exp_args, "measured": _measured, "prune-lock": _prune_lock}
+TOOLS = {"preflight": _preflight, "exp-args": _exp_args, "measured": _measured, "prune-lock": _prune_lock,
+         "estimators": _estimators}
 
 
 def _command(name: str):

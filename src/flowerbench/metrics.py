@@ -6,11 +6,13 @@ table, the `dvc plots` data and the numbers-only `reports/metrics.json`.
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
 from . import paths, predict
 from . import stats as S
+from .estimators import CHOSEN
 from .results import Result
 
 # Params that must agree between results for their timings to be comparable.
@@ -41,7 +43,8 @@ def _ratio(prefix: str, est: S.Estimate) -> dict[str, Any]:
             f"{prefix}_half_width_pct": est.half_width_pct, f"{prefix}_verdict": S.verdict(est)}
 
 
-def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, list[float]]) -> dict[str, dict]:
+def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, list[float]],
+                    pool=None) -> dict[str, dict]:
     """Per variant, from its process times round by round (`per_round`, rounds.Rounds.seconds):
 
       * timed seconds: the geometric mean over rounds with its 95 % interval (between processes);
@@ -51,20 +54,27 @@ def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, l
       * reduction (from the speed-up vs the baseline) and scaling efficiency (the same-loop speed-up over
         the hardware it had, budget_scale).
 
-    `results` (rounds.Rounds.pooled) supplies what describes a variant.  KeyError if the baseline has
-    no result (the caller names it)."""
+    `results` (rounds.Rounds.pooled) supplies what describes a variant.  `pool` (pool.Pool): the
+    intervals' spread pooled over this run and the committed references of its kind; None: this
+    run's own.  KeyError if the baseline has no result (the caller names it)."""
     base = per_round[baseline]
+
+    def ratio(other: str, variant: str) -> S.Estimate:
+        if pool is not None:
+            return pool.paired(other, variant)
+        return S.paired(per_round[other], per_round[variant])
+
     out = {}
     for r in results:
         secs = per_round[r.variant]
-        t = S.geometric(secs)
+        t = pool.seconds(r.variant) if pool is not None else S.geometric(secs)
         m: dict[str, Any] = {"loop": r.loop, "replicas": r.replicas, "device_kind": r.device_kind,
                              "budget_kind": r.budget_kind, "budget_cores": r.budget_cores, "rounds": len(secs),
                              "timed_seconds": t.point, "timed_seconds_ci_low": t.low,
-                             "timed_seconds_ci_high": t.high,
+                             "timed_seconds_ci_high": t.high, "timed_seconds_df": t.dof,
                              "images_per_second": r.images_per_epoch * r.epochs / t.point}
-        vs = S.Estimate.itself(len(secs)) if r.variant == baseline else S.paired(base, secs)
-        m.update(_ratio("speedup_vs_baseline", vs))
+        vs = S.Estimate.itself(len(secs)) if r.variant == baseline else ratio(baseline, r.variant)
+        m.update(_ratio("speedup_vs_baseline", vs), speedup_vs_baseline_df=vs.dof)
         m.update(reduction_vs_baseline_pct=(1 - 1 / vs.point) * 100,
                  reduction_ci_low_pct=None if vs.low is None else (1 - 1 / vs.low) * 100,
                  reduction_ci_high_pct=None if vs.high is None else (1 - 1 / vs.high) * 100)
@@ -73,7 +83,7 @@ def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, l
         m.update(whole_call_seconds=call, whole_call_over_epochs=call / r.timed_seconds)
         single = same_budget_single(r, results)
         if single is not None:
-            same = S.Estimate.itself(len(secs)) if single is r else S.paired(per_round[single.variant], secs)
+            same = S.Estimate.itself(len(secs)) if single is r else ratio(single.variant, r.variant)
             m["single_same_loop"] = single.variant
             m.update(_ratio("speedup_vs_single", same))
             m["reduction_vs_single_same_loop_pct"] = (1 - 1 / same.point) * 100
@@ -88,8 +98,9 @@ def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, l
 
 
 def measured(metrics: dict) -> dict[str, tuple]:
-    """variant -> (seconds, 95 % low, high) over rounds: what the model's predictions are judged against."""
-    return {v: (m["timed_seconds"], m["timed_seconds_ci_low"], m["timed_seconds_ci_high"]) for v, m in metrics.items()}
+    """variant -> (seconds, 95 % low, high, df) over rounds: what the model's predictions are judged against."""
+    return {v: (m["timed_seconds"], m["timed_seconds_ci_low"], m["timed_seconds_ci_high"], m.get("timed_seconds_df"))
+            for v, m in metrics.items()}
 
 
 def pathological(single: Result) -> bool:
@@ -99,11 +110,12 @@ def pathological(single: Result) -> bool:
     return single.loop == "custom" and single.custom_graph == "epoch" and single.device_kind != "gpu"
 
 
-def compared_ratios(rounds, results: list[Result], baseline: str) -> list[tuple[Result, str, S.Estimate]]:
+def compared_ratios(rounds, results: list[Result], baseline: str, pool=None) -> list[tuple[Result, str, S.Estimate]]:
     """Every paired ratio a multi-replica (or threads) run is judged by: its speed-up against
     `baseline` (the blog's basis) and, where that is another run, against its same-budget single run
     of the same loop (same_budget_single): (run, the run it is against, stats.paired's estimate).
-    The report's precision section and the A/B both read these."""
+    The report's precision section and the A/B both read these; `pool` (pool.Pool): the spread pooled
+    over runs of this kind."""
     out = []
     for r in results:
         if r.replicas == 1 and r.budget_kind != "threads":
@@ -111,11 +123,31 @@ def compared_ratios(rounds, results: list[Result], baseline: str) -> list[tuple[
         single = same_budget_single(r, results)
         for other in dict.fromkeys([baseline, single.variant if single else None]):
             if other is not None and other != r.variant:
-                out.append((r, other, S.paired(rounds.seconds(other), rounds.seconds(r.variant))))
+                est = (pool.paired(other, r.variant) if pool is not None else
+                       S.paired(rounds.seconds(other), rounds.seconds(r.variant)))
+                out.append((r, other, est))
     return out
 
 
-def variance_split(rounds, results: list[Result], baseline: str, target_pct: float) -> dict:
+def pairing(rounds, against: str, variant: str, estimator: str = CHOSEN) -> dict:
+    """What pairing inside a round removed from one ratio's variance (this run): the variance of the
+    log paired ratio against the sum of the two arms' variances over rounds (unpaired), and the part a
+    round shares (their covariance).  None where fewer than 3 rounds leave no spread worth splitting."""
+    la = [math.log(x) for x in rounds.seconds(against, estimator)]
+    lb = [math.log(x) for x in rounds.seconds(variant, estimator)]
+    if len(la) < 3:
+        return {"paired_var": None, "unpaired_var": None, "shared_var": None, "removed_pct": None}
+    va, vb = statistics.variance(la), statistics.variance(lb)
+    vp = statistics.variance([a - b for a, b in zip(la, lb)])
+    return {"paired_var": vp, "unpaired_var": va + vb, "shared_var": (va + vb - vp) / 2,
+            "removed_pct": (1 - vp / (va + vb)) * 100 if va + vb > 0 else None}
+
+
+def _has_cpu(rounds) -> bool:
+    return all(r.epoch_cpu_seconds is not None for rnd in rounds.runs for r in rnd.values())
+
+
+def variance_split(rounds, results: list[Result], baseline: str, target_pct: float, pool=None) -> dict:
     """Where the variance lives (stats.components per variant, pooled over variants), the spread over
     rounds of every compared ratio (compared_ratios) with the rounds it needs for a 95 % half-width of
     `target_pct` % (the target and the round count are for the multi-replica ones; the threads run
@@ -124,12 +156,21 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     per_variant = {r.variant: S.components(rounds.epochs(r.variant)) for r in results}
     pooled = S.pooled_components(per_variant)
     ratios = {}
-    for r, other, est in compared_ratios(rounds, results, baseline):
+    cpu = _has_cpu(rounds)
+    for r, other, est in compared_ratios(rounds, results, baseline, pool):
         basis = "vs_baseline" if other == baseline else "vs_single"
+        own = S.paired(rounds.seconds(other), rounds.seconds(r.variant))
+        comp = pool.components(other, r.variant) if pool is not None else S.random_effects(
+            [S.logs_of(rounds.seconds(other), rounds.seconds(r.variant))])
+        whole = S.paired(rounds.seconds(other, "whole_call"), rounds.seconds(r.variant, "whole_call"))
+        cpu_est = S.paired(rounds.seconds(other, "cpu"), rounds.seconds(r.variant, "cpu")) if cpu else None
         ratios[f"{r.variant} {basis}"] = {
-            "variant": r.variant, "basis": basis, "against": other, "log_sd": est.log_sd,
-            "half_width_pct": est.half_width_pct, "targeted": r.replicas > 1,
-            "rounds_needed": S.rounds_needed(est.log_sd, target_pct) if est.log_sd else None}
+            "variant": r.variant, "basis": basis, "against": other, "log_sd": est.log_sd, "df": est.dof,
+            "own_log_sd": own.log_sd, "pooled_runs": comp["runs"], "between_run_sd": comp["between_sd"],
+            "between_run_p": comp["p"], "half_width_pct": est.half_width_pct, "targeted": r.replicas > 1,
+            "rounds_needed": S.rounds_needed(est.log_sd, target_pct) if est.log_sd else None,
+            "whole_call": whole.point, "whole_call_low": whole.low, "whole_call_high": whole.high,
+            "cpu_log_sd": None if cpu_est is None else cpu_est.log_sd, **pairing(rounds, other, r.variant)}
     runs = [r for rnd in rounds.runs for r in rnd.values()]
     epoch_s = statistics.median(e for r in runs for e in r.epoch_seconds)
     call_s = statistics.median(max(0.0, w - t) for r in runs for w, t in zip(r.repeat_wall_seconds, r.repeat_seconds))
@@ -149,6 +190,10 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     needed = [x["rounds_needed"] for x in ratios.values() if x["rounds_needed"] and x["targeted"]]
     counts["rounds"] = max(needed) if needed else None
     return {"per_variant": per_variant, "pooled": pooled, "ratios": ratios, "target_pct": target_pct,
+            "estimator": CHOSEN, "cpu_recorded": cpu,
+            "pool": None if pool is None else {"runs": len(pool.runs), "names": pool.names,
+                                               "left_out": pool.left_out, "identity_known": pool.identity_known,
+                                               "words": pool.describe()},
             "costs_seconds": {"epoch": epoch_s, "repeat_call": call_s, "process": process_s}, "counts": counts}
 
 

@@ -16,9 +16,10 @@ N-replica run with c cores per replica, n images and S steps (global batch N x b
   a_N      the all-reduce of the model's gradients across N replicas, per step;
   rho      input images/s per core at the run's image size and cache setting.
 
-A prediction is judged on the point (`judge`): it holds within +-10 % of the measured
-point (the geometric mean over rounds), misses beyond, and is undetermined where the
-measured 95 % interval is itself wider than +-10 %, however close the prediction.
+A prediction is judged by the equivalence test (`judge`, stats.tost): it holds when the
+measured 90 % interval lies inside +-10 % of the prediction (a band symmetric on the log
+scale), misses when the measured 95 % interval and that band are disjoint, and is
+undetermined otherwise.
 Beside it, two null models from the 1-replica run of the same loop in the same rounds:
 "no speed-up" (N replicas take one replica's time) and "linear" (one replica's time / N);
 the model has to beat both on mean absolute error.  The four terms above are the model as first written; where the
@@ -29,13 +30,14 @@ of the input term (N = 1 with files), never tests of it.
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
+from . import stats as S
 from .results import Result
 from .termsfile import TERMS_SCHEMA, Terms, TermsError, check_terms, load_terms  # noqa: F401
 
-TOLERANCE_PCT = 10.0  # a prediction holds within this of the measured point; undetermined where the
-                      # measured 95 % interval is wider than this on either side
+TOLERANCE_PCT = 10.0  # the band around a prediction (log-symmetric): judge
 MAE_TARGET_PCT, MAX_TARGET_PCT = 10.0, 20.0   # the model's summary targets: mean and largest absolute error
 HOLDS, MISSED, UNDETERMINED = "holds", "MISSED", "undetermined"
 
@@ -63,14 +65,24 @@ def half_width_pct(median: float, low: Optional[float], high: Optional[float]) -
     return max(median - low, high - median) / median * 100.0
 
 
-def judge(predicted: float, median: float, low: Optional[float], high: Optional[float],
+def judge_test(predicted: float, median: float, low: Optional[float], high: Optional[float], df: Optional[float],
+               tolerance_pct: float = TOLERANCE_PCT) -> dict:
+    """The equivalence test (stats.tost) of a prediction against its measurement: the measured point
+    and its log-symmetric 95 % interval [low, high] with `df` degrees of freedom give the standard
+    error; the band is +-tolerance around the prediction, symmetric on the log scale."""
+    if low is None or high is None or not df:
+        return S.tost(math.log(median / predicted), None, None, tolerance_pct)
+    _, se = S.se_from_interval(low, high, df)
+    return S.tost(math.log(median / predicted), se, df, tolerance_pct)
+
+
+def judge(predicted: float, median: float, low: Optional[float], high: Optional[float], df: Optional[float],
           tolerance_pct: float = TOLERANCE_PCT) -> str:
-    """holds within +-tolerance of the measured point, MISSED beyond; undetermined where the measured
-    interval is itself wider than +-tolerance (or there is none): no prediction can be judged there."""
-    hw = half_width_pct(median, low, high)
-    if hw is None or hw > tolerance_pct:
-        return UNDETERMINED
-    return HOLDS if abs(predicted - median) / median * 100.0 <= tolerance_pct else MISSED
+    """holds when the measured 90 % interval lies inside +-tolerance of the prediction; MISSED when
+    the measured 95 % interval and that band are disjoint; undetermined otherwise, and without an
+    interval (judge_test, stats.tost: one rule for the A/B and the model)."""
+    return {S.EQUIVALENT: HOLDS, S.DIFFERENT: MISSED}.get(
+        judge_test(predicted, median, low, high, df, tolerance_pct)["verdict"], UNDETERMINED)
 
 
 def error_pct(predicted: float, measured: float) -> float:
@@ -145,14 +157,14 @@ def predict(r: Result, results: list[Result], terms: dict, measured: dict[str, t
                       allreduce_s, terms["input"]["median_rate"])
     e = r.epochs
     predicted = e * epoch["total"]
-    median, low, high = measured[r.variant]
+    median, low, high, df = measured[r.variant]
     extended = {}
     dispatch = terms.get("dispatch", {}).get(n) if r.replicas > 1 and not r.workers else None
     if dispatch is not None:   # measured after the four terms missed the in-process runs (docs/model.md)
         with_d = predicted + e * r.steps_per_epoch * dispatch["seconds_beyond_terms"]
         extended = {"dispatch_seconds": dispatch["seconds_beyond_terms"], "predicted_with_dispatch_seconds": with_d,
                     "error_with_dispatch_pct": error_pct(with_d, median),
-                    "verdict_with_dispatch": judge(with_d, median, low, high)}
+                    "verdict_with_dispatch": judge(with_d, median, low, high, df)}
     return {**row, **extended, "twin": twin.variant, "step_seconds": step_s, "contention": contention,
             "allreduce_seconds": allreduce_s, "allreduce_between_processes": bool(across), "input_rate_per_core": terms["input"]["median_rate"],
             "epochs": e, "steps_per_epoch": r.steps_per_epoch,
@@ -160,7 +172,7 @@ def predict(r: Result, results: list[Result], terms: dict, measured: dict[str, t
             "predicted_seconds": predicted, "measured_seconds": median,
             "measured_low": low, "measured_high": high,
             "measured_half_width_pct": half_width_pct(median, low, high),
-            "error_pct": error_pct(predicted, median), "verdict": judge(predicted, median, low, high),
+            "error_pct": error_pct(predicted, median), "verdict": judge(predicted, median, low, high, df),
             "missing_per_step_seconds": (median - predicted) / (e * r.steps_per_epoch),
             **nulls(r, results, measured)}
 

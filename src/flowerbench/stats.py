@@ -219,6 +219,7 @@ def per_level(upper_cost_s: float, lower_cost_s: float, lower_var: Optional[floa
 
 
 EQUIVALENT, DIFFERENT, UNDETERMINED = "equivalent", "different", "undetermined"
+EQUIVALENCE_PCT = 90      # the interval tost reads for "equivalent" (1 - 2 alpha at alpha = 0.05), in %
 
 
 def tost(log_diff: float, se: Optional[float], df: Optional[float], band_pct: float, alpha: float = 0.05,

@@ -231,11 +231,11 @@ def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, tolerance: 
     null models from predict.nulls (the 1-replica run of the same loop, same rounds)."""
     results = rounds.pooled()
     by_name = {r.variant: r for r in results}
-    measured = {v: (e.point, e.low, e.high) for v in by_name for e in [S.geometric(rounds.seconds(v))]}
+    measured = {v: (e.point, e.low, e.high, e.dof) for v in by_name for e in [S.geometric(rounds.seconds(v))]}
     rows = []
     for loop, p in frozen_setting["predictions"].items():
         r = by_name[f"mirrored_{loop}"]
-        median, low, high = measured[r.variant]
+        median, low, high, df = measured[r.variant]
         null = predict.nulls(r, results, measured)
         if not null:
             raise RuntimeError(f"setting {name}: no 1-replica run of the {loop} loop matches {r.variant} "
@@ -245,7 +245,7 @@ def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, tolerance: 
                      "measured_seconds": median, "measured_low": low, "measured_high": high,
                      "measured_half_width_pct": predict.half_width_pct(median, low, high),
                      "error_pct": predict.error_pct(p["seconds"], median),
-                     "verdict": predict.judge(p["seconds"], median, low, high, tolerance),
+                     "verdict": predict.judge(p["seconds"], median, low, high, df, tolerance), "df": df,
                      **null, "rounds": rounds.count,
                      "measured_from": min(x.started_at for x in results),
                      "measured_to": max(x.finished_at for x in results),
@@ -253,14 +253,58 @@ def judge_setting(name: str, frozen_setting: dict, rounds: R.Rounds, tolerance: 
     return rows
 
 
+RULE = ("tost: holds when the measured 90 % interval lies inside +-tolerance of the prediction (log-symmetric); "
+        "MISSED when the measured 95 % interval and that band are disjoint; undetermined otherwise")
+
+
+def rejudge(validation_path: Path = H.VALIDATION, predictions_path: Path = PREDICTIONS) -> int:
+    """The committed validation judged again by the current rule (predict.judge, RULE), from the numbers
+    it recorded: each row's measured point, 95 % interval and rounds (df = rounds - 1 where the row
+    predates `df`).  Nothing is measured and the terms are not read (the terms file has changed since
+    the predictions were made; a re-judgement needs only the predictions, whose sha256 must be the one
+    the rows were judged against).  Rewrites validation.json and .md; exit 0 when every prediction
+    held, 1 otherwise."""
+    v = read_json(validation_path)
+    sha = H.sha256(predictions_path)
+    stale = sorted({r["predictions_sha256"][:12] for r in v["rows"] if r["predictions_sha256"] != sha})
+    if stale:
+        raise H.FrozenError(f"{validation_path}: judged predictions {', '.join(stale)}, but {predictions_path} "
+                            f"is {sha[:12]}; restore the predictions it judged, or run `make validate`")
+    rows = []
+    for r in v["rows"]:
+        df = r.get("df") or r["rounds"] - 1
+        rows.append({**r, "df": df, "verdict": predict.judge(r["predicted_seconds"], r["measured_seconds"],
+                                                             r["measured_low"], r["measured_high"], df,
+                                                             v["tolerance_pct"])})
+    before = {f"{r['setting']} {r['loop']}": r["verdict"] for r in v["rows"]}
+    state = provenance.git_state()
+    head = state.get("git_commit") or v["frozen"]["head"]
+    rows = [{**r, "head": head} for r in rows]
+    out = {**v, **state, "rows": rows, "summary": H.summary(rows), "rule": RULE, "judged_at": provenance.now(),
+           "frozen": {**v["frozen"], "head": head},
+           "rejudged_from": {"judged_at": v["judged_at"], "head": v["frozen"]["head"], "rule": v.get("rule", "until 2026-12-07: undetermined "
+                                                                     "where the measured 95 % interval was wider "
+                                                                     "than +-tolerance, else on the point"),
+                             "verdicts": before}}
+    write_json(validation_path, out)
+    atomic_write(validation_path.parent / "validation.md", markdown(out))
+    changed = [f"{k}: {before[k]} -> {r['verdict']}" for r in rows if before[(k := f"{r['setting']} {r['loop']}")]
+               != r["verdict"]]
+    log(f"re-judged {len(rows)} rows by the current rule: {len(changed)} changed"
+        + (f" ({'; '.join(changed)})" if changed else "") + f"; {out['summary']['held']} held, "
+        f"{len(out['summary']['missed'])} missed, {len(out['summary']['undetermined'])} undetermined")
+    return 0 if out["summary"]["held"] == len(rows) else 1
+
+
 def markdown(out: dict) -> str:
     s, f = out["summary"], out["frozen"]
     lines = [f"# The model on held-out settings",
              f"Predictions: {PREDICTIONS} at commit {f['predictions_commit'][:12]} (sha256 "
-             f"{f['predictions_sha256'][:12]}), written before any of these runs; {H.when(out)}. A prediction holds within "
-             f"±{out['tolerance_pct']:g} % of the measured point (geometric mean over rounds); undetermined where "
-             f"the measured interval is wider than that. Null models: the 1-replica run of the same loop in the "
-             f"same rounds (no speed-up: its time; linear: its time / N).",
+             f"{f['predictions_sha256'][:12]}), written before any of these runs; {H.when(out)}. The rule (an "
+             f"equivalence test, stats.tost): a prediction holds when the measured 90 % interval lies inside "
+             f"±{out['tolerance_pct']:g} % of it (a band symmetric on the log scale); it is MISSED when the "
+             f"measured 95 % interval and that band are disjoint; undetermined otherwise. Null models: the "
+             f"1-replica run of the same loop in the same rounds (no speed-up: its time; linear: its time / N).",
              table(["setting", "loop", "predicted s [interval]", "measured s [95% CI]", "error",
                     "no speed-up / linear: error", "verdict"],
                    [[r["setting"], r["loop"], f"{r['predicted_seconds']:.2f} [{r['predicted_low']:.2f}, "
@@ -297,7 +341,7 @@ def validate(params, params_path: str = "params.yaml") -> int:
         run_in(ws, "rounds")
         measured = R.load(list(raw["variants"]), ws / paths.ROUNDS)
         rows += judge_setting(name, pred["settings"][name], measured, pred["tolerance_pct"])
-    out = {"schema_version": SCHEMA, "judged_at": provenance.now(), "frozen": frozen,
+    out = {"schema_version": SCHEMA, "judged_at": provenance.now(), "rule": RULE, "frozen": frozen,
            "measured_from": min(r["measured_from"] for r in rows), "measured_to": max(r["measured_to"] for r in rows),
            "measured_commits": sorted({c for r in rows for c in r["measured_commits"]}),
            "tolerance_pct": pred["tolerance_pct"], **provenance.git_state(),

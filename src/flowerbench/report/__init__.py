@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import blog, metrics as M, paths, predict, render
+from .. import blog, metrics as M, paths, pool as P, predict, render
 from ..config import Params
 from ..heldout import PREDICTIONS as HELDOUT_PREDICTIONS, VALIDATION, sha256, summary as heldout_summary
 from ..host import HostError, describe as describe_host, label as host_label, load as load_host
@@ -175,7 +175,8 @@ def consistency_warnings(rounds: Rounds, results: list[Result]) -> list[str]:
     return warnings
 
 
-def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = paths.REPORTS) -> dict:
+def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = paths.REPORTS,
+        reference_dir: Path = P.REFERENCE) -> dict:
     rounds = load_results(params, results_dir)
     results = rounds.pooled()
     here = current_host()
@@ -185,8 +186,9 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
         log(f"warning: {w}")
     per_round = {r.variant: rounds.seconds(r.variant) for r in results}
     base = params.report.baseline
-    metrics = M.compute_metrics(results, base, per_round)
-    variance = M.variance_split(rounds, results, base, params.report.precision_target_pct)
+    pool = P.load(rounds, [v.name for v in params.all_variants()], reference_dir)
+    metrics = M.compute_metrics(results, base, per_round, pool)
+    variance = M.variance_split(rounds, results, base, params.report.precision_target_pct, pool)
     audit = blog.audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
     ceiling = M.input_ceiling(results, per_round)
     df = M.tidy(results)

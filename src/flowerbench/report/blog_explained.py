@@ -154,7 +154,7 @@ def blog_validation(v: Optional[dict], rows: list[dict] = ()) -> str:
                 f"run(s) on this host ({', '.join(v['missed'])}); it failed here, so the verdict below is a bound "
                 f"argument from the blog's inputs, not a validated prediction." + sure)
     return (f"Caution: in its CPU form this model is not validated on this host: of {v['tests']} multi-replica "
-            f"run(s) it held for {v['held']}, and {len(v['undetermined'])} could not be judged (measured more "
-            f"loosely than ±{TOLERANCE_PCT:g} %)"
+            f"run(s) it held for {v['held']}, and {len(v['undetermined'])} could not be judged (the measured "
+            f"interval straddles the ±{TOLERANCE_PCT:g} % band)"
             + (f", {len(v['unpredicted'])} could not be predicted" if v["unpredicted"] else "")
             + ". So the verdict below is a bound argument from the blog's inputs, not a validated prediction." + sure)

@@ -86,7 +86,16 @@ def scaled(results: list[Result], metrics: dict) -> list[Result]:
             and metrics[r.variant].get("scaling_efficiency") is not None]
 
 
+def cpu_words(r: Result) -> str:
+    """A result's CPU in a few words: its model name and, where the host identity is known, vendor,
+    family and model (the name alone is masked under virtualisation: "AMD EPYC" on machines 2.5x apart)."""
+    c = r.host.get("cpu") if isinstance(r.host, dict) else None
+    if not isinstance(c, dict):
+        return f"{r.cpu_model}, identity unknown"
+    return f"{r.cpu_model}, {c.get('vendor')} family {c.get('family')} model {c.get('model')}"
+
+
 def run_kind_label(results: list[Result]) -> str:
     kinds = "/".join(sorted({r.device_kind for r in results}))
     gpus = sorted({r.gpu_model for r in results if r.gpu_model})
-    return f"{kinds} on {', '.join(gpus)}" if gpus else f"{kinds}, {results[0].cpu_model}"
+    return f"{kinds} on {', '.join(gpus)}" if gpus else f"{kinds}, {cpu_words(results[0])}"

@@ -10,6 +10,7 @@ from typing import Optional
 
 from .. import blog
 from ..config import ReportParams
+from ..predict import TOLERANCE_PCT
 from ..results import Result
 from .cells import change_label, change_words
 
@@ -101,7 +102,7 @@ def model_vs_measured(rows: list[dict], kind_label: str, dpi: int, held_out: boo
             "Each multi-replica run's prediction as stacked terms (the dispatch term hatched, where it was measured)")
     return (_png(fig, dpi), what + " beside its measured point and 95% interval over rounds; the null models from "
                                    "the 1-replica run of the same loop marked x (no speed-up) and + (linear). Under "
-                                   "each run, the verdict on the point.")
+                                   f"each run, the verdict of the equivalence test (±{TOLERANCE_PCT:g} % band).")
 
 
 def timed_seconds(results: list[Result], metrics: dict, base: str, kind_label: str, dpi: int) -> Figure:

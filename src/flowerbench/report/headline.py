@@ -7,7 +7,7 @@ from .. import stats as S
 from ..render import bullets, table
 from ..results import Result
 from ..stats import FASTER, SLOWER, UNDECIDED
-from .precision import between_rounds_words
+from .precision import between_rounds_words, pairing_words
 from .cells import (budget_cell, fmt, ratio_words, seconds_cell, speedup_cell, verdict_of, versus,
                     versus_same_loop)
 
@@ -31,11 +31,11 @@ def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
             f"Every number here comes from {n} interleaved round(s): in each round every variant ran once, "
             f"as its own process, in a balanced order. A speed-up is a paired ratio inside each round (the "
             f"run against its baseline from the same round); the table gives their geometric mean and the "
-            f"95 % t-interval of the mean log ratio over rounds, so the point is the centre of its interval "
-            f"and the host's drift between processes is inside it. Timed seconds: one repeat's timed "
-            f"epochs (the process's median epoch, a warm-up epoch left out by rule, times the epochs per "
-            f"repeat), geometric mean over rounds. Whole call / epochs: the blog's `time.time()` window (the "
-            f"whole timed call) over ours; near 1.00 means the two windows agree.",
+            f"95 % t-interval of the mean log ratio over rounds, its spread the within-run variance pooled as "
+            f"section Precision says, so the point is the centre of its interval and the variation between "
+            f"processes is inside it. Timed seconds: one repeat's timed epochs (the process's mean epoch times "
+            f"the epochs per repeat, every epoch kept), geometric mean over rounds. Whole call / epochs: the "
+            f"blog's `time.time()` window (the whole timed call) over ours; near 1.00 means the two windows agree.",
             f"The rule (the same in every sentence of this report): **faster** when the whole 95 % interval "
             f"of the speed-up lies above 1, **slower** when it lies below 1, otherwise **not "
             f"distinguishable**. The blog's basis is {baseline}; the same-loop basis (one replica of the same "
@@ -140,10 +140,9 @@ def confounders(results: list[Result], metrics: dict, rounds, variance: dict) ->
         out.append(f"{len(busy)} process(es) ran on a busy host (other work or steal above "
                    f"{rounds.schedule.busy_share:.0%} of the CPU time): "
                    + ", ".join(f"round {p.round} {p.variant}" for p in busy) + "; their rounds are kept.")
-    out.append(f"The host's speed drifts between processes: this run's variance split puts the spread between "
-               f"rounds at an sd of {between_rounds_words(variance)} of an epoch's time (section Precision). Every "
-               f"comparison here is a paired ratio inside a round, so drift that a round shares cancels, and what "
-               f"does not is inside the intervals the rule reads.")
+    out.append(f"Each TensorFlow process has its own speed: this run's variance split puts the spread between "
+               f"processes at an sd of {between_rounds_words(variance)} of an epoch's time, and {pairing_words(variance)} "
+               f"(section Precision). The intervals the rule reads carry that per-process spread.")
     return out
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..heldout import summary, when
 from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED
 from ..render import bullets, table
+from ..stats import EQUIVALENCE_PCT
 
 OVERHEADS = ("allreduce", "dispatch")   # the terms N replicas add to one replica's step
 
@@ -132,8 +133,10 @@ def heldout_section(validation: dict | None, predictions: dict | None, predictio
           f"at {predictions['git_commit'][:12]} and committed at {f['predictions_commit'][:12]} (sha256 "
           f"{f['predictions_sha256'][:12]}); {when(validation)}, {rows[0]['rounds'] if rows else 0} interleaved "
           f"rounds per setting. A prediction "
-          f"holds within ±{validation['tolerance_pct']:g} % of the measured point (geometric mean over rounds), "
-          f"undetermined where the measured interval is itself wider; the null models come from the 1-replica "
+          f"holds when the measured {EQUIVALENCE_PCT} % interval lies inside ±{validation['tolerance_pct']:g} % of it (log-symmetric), "
+          f"is MISSED when the measured 95 % interval and that band are disjoint, undetermined otherwise (stats.tost"
+          + (f"; re-judged by this rule from the recorded numbers, {validation['judged_at'][:16].replace('T', ' ')} "
+             f"UTC" if validation.get("rejudged_from") else "") + "); the null models come from the 1-replica "
           f"run of the same loop in the same rounds.",
           rows_table(rows), summary_line(v, validation["tolerance_pct"])]
     if stale:

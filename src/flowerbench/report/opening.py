@@ -8,7 +8,7 @@ from ..host import label as host_label
 from ..render import banner, bullets, figure
 from ..results import Result
 from ..stats import FASTER, SLOWER
-from .cells import ratio_words, scaled, verdict_of
+from .cells import cpu_words, ratio_words, scaled, verdict_of
 from .figures import OPENING_FIGURE
 
 
@@ -44,12 +44,12 @@ def banners(results: list[Result]) -> list[str]:
         c = sorted({r.cores_per_replica for r in matched})
         out.append(f"CORE-MATCHED CPU RUN: in {', '.join(r.variant for r in matched)} every replica had its own "
                    f"{'/'.join(map(str, c))} CPU core(s) (affinity mask), and the 1-replica baselines one "
-                   f"replica's share ({r0.cpu_model}, {r0.usable_cores} usable cores). A real data-parallel "
+                   f"replica's share ({cpu_words(r0)}; {r0.usable_cores} usable cores). A real data-parallel "
                    f"measurement on CPU cores, not a GPU result.")
     shared = [r for r in results if r.replicas > 1 and r.budget_kind in ("oversubscribed", "shared")]
     if shared:
         out.append(f"OVERSUBSCRIBED: {', '.join(f'{r.variant} ({r.replicas} replicas)' for r in shared)} shared "
-                   f"{r0.usable_cores} CPU core(s) ({r0.cpu_model}): emulation, which shows the software path "
+                   f"{r0.usable_cores} CPU core(s) ({cpu_words(r0)}): emulation, which shows the software path "
                    f"runs, not a speed-up; kept out of the speed-up and efficiency figures.")
     emulated_gpu = sorted({r.variant for r in results if r.device_kind == "logical_gpu"})
     if emulated_gpu:
@@ -101,7 +101,7 @@ def answer(results: list[Result], metrics: dict, audit: list[dict], baseline: st
                 f"its single-GPU fit(): {blog}.")
     r0 = runs[0]
     where = (f"{r0.gpu_model} GPUs" if r0.budget_kind == "gpu" else
-             f"{r0.cpu_model} CPU cores, {r0.cores_per_replica} per replica")
+             f"{cpu_words(r0)}: CPU cores, {r0.cores_per_replica} per replica")
     verdicts = {verdict_of(metrics[r.variant], "speedup_vs_baseline") for r in runs}
     how = {frozenset({FASTER}): "was faster than", frozenset({SLOWER}): "was slower than"}.get(
         frozenset(verdicts), "was, run by run, faster, slower or not distinguishable from")

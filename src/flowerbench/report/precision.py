@@ -1,20 +1,46 @@
-"""Precision: how many rounds ran, in what order, where the variance lives, which speed-ups reached
-the precision target, and what the variance split says the next run should use."""
+"""Precision: how many rounds ran, in what order, where the variance lives (and what pairing removed),
+what the intervals' spread was pooled over, which speed-ups reached the precision target, and what
+the variance split says the next run should use."""
 
 from __future__ import annotations
 
+import statistics
+
+from ..estimators import SETTLE_TOLERANCE, WORDS
 from ..render import bullets, table
-from ..rounds import SETTLE_TOLERANCE
 from .cells import fmt
 
-LEVELS = (("round", "between rounds (processes)"), ("repeat", "between repeats in one process"),
+CLOSE = 0.10   # two spreads this close (relative) are "about as noisy"
+LEVELS = (("round", "between processes (one per round)"), ("repeat", "between repeats in one process"),
           ("epoch", "between epochs in one repeat"))
 
 
 def between_rounds_words(variance: dict) -> str:
-    """'4.1 %': the sd between processes this run measured (the drift a sentence may quote)."""
+    """The sd between processes this run measured, in words (a percentage, or n/a)."""
     sd = variance["pooled"]["round"]["sd_pct"]
     return "n/a (one round)" if sd is None else f"{sd:.1f} %"
+
+
+def pairing_words(variance: dict) -> str:
+    """What pairing inside a round removed from the ratios' variance, in one clause (this run)."""
+    removed = [x["removed_pct"] for x in variance["ratios"].values() if x.get("removed_pct") is not None]
+    if not removed:
+        return "pairing could not be assessed (fewer than 3 rounds)"
+    return (f"pairing inside a round removed {statistics.median(removed):.0f} % of a ratio's variance (median over "
+            f"{len(removed)} ratios; range {min(removed):.0f} to {max(removed):.0f} %, from 3-round spreads that are "
+            f"themselves noisy)")
+
+
+def where_words(variance: dict) -> str:
+    """Which level holds the variance, in one sentence."""
+    pooled = variance["pooled"]
+    proc, epoch = pooled["round"]["sd_pct"], pooled["epoch"]["sd_pct"]
+    if proc is None or epoch is None:
+        return "Where the variance lives cannot be split with one round."
+    where = ("between processes" if proc >= epoch else "between epochs of one process")
+    return (f"The variance lives {where}: an sd of {proc:.1f} % between processes against {epoch:.1f} % between "
+            f"epochs of one process (log seconds); each process has its own speed, so the process is the unit of "
+            f"replication, and {pairing_words(variance)}.")
 
 
 def precision(rounds, variance: dict) -> list[str]:
@@ -23,12 +49,15 @@ def precision(rounds, variance: dict) -> list[str]:
     s = rounds.schedule
     target = variance["target_pct"]
     per_round = [sum(p.wall_seconds for p in s.processes if p.round == k) for k in range(1, s.count + 1)]
+    rotated = s.usable_cores > 1 and len({p.first_core for p in s.processes}) > 1
     out = ["## Precision: rounds, and where the variance lives",
            f"{s.count} round(s) x {len(s.variants)} variants, each a process of its own; order: the rows of a "
            f"Williams square (every place, and every variant after every other, equally often), the variants "
-           f"placed in it by a shuffle seeded with {s.seed}; the one-replica runs start their cores at the round's "
-           f"first core (rotated over {s.usable_cores}). A round took {min(per_round) / 60:.1f}-"
-           f"{max(per_round) / 60:.1f} min.",
+           f"placed in it by a shuffle with order seed {s.order_seed} (drawn for this measurement unless "
+           f"rounds.order_seed fixes it; the training seed {s.seed} is another); the one-replica runs' cores were "
+           + (f"rotated: each round starts them at its own first core (over {s.usable_cores})" if rotated else
+              "not rotated (one usable core, or one round)")
+           + f". A round took {min(per_round) / 60:.1f}-{max(per_round) / 60:.1f} min.",
            table(["round", "order", "first core", "busy processes"],
                  [[k, " > ".join(order), next(p.first_core for p in s.processes if p.round == k),
                    ", ".join(p.variant for p in s.processes if p.round == k and p.busy) or "none"]
@@ -40,7 +69,18 @@ def precision(rounds, variance: dict) -> list[str]:
                      if c["sd_pct"] is None else f"{c['sd_pct']:.2f} %", c["variants"]])
     out += ["Variance components of log epoch seconds (method of moments for the nested design of Kalibera & "
             "Jones, ISMM 2013; the sd of a log is close to a relative sd), averaged over variants:",
-            table(["level", "sd", "variants"], rows)]
+            table(["level", "sd", "variants"], rows), where_words(variance)]
+    est = variance.get("estimator")
+    if est:
+        out.append(f"A process's time: the {WORDS[est]}, the estimator with the smallest between-process variance "
+                   f"on the committed measurements (estimators.py; docs/performance.md). Every epoch counts: the "
+                   f"warm-up rule of earlier runs (a first epoch more than {SETTLE_TOLERANCE:.0%} slower than the rest "
+                   f"left out) only ever shortened a time. The blog's whole-call window gives the ratio beside each "
+                   f"speed-up below.")
+    pool = variance.get("pool")
+    if pool:
+        out.append(pool["words"] + (" Not pooled: " + "; ".join(f"{k} ({v})" for k, v in pool["left_out"].items())
+                                    + "." if pool["left_out"] else ""))
     ratios = variance["ratios"]
     if ratios:
         targeted = [x for x in ratios.values() if x["targeted"]]
@@ -53,13 +93,29 @@ def precision(rounds, variance: dict) -> list[str]:
                 return "n/a"
             return "reached" if x["half_width_pct"] <= target else "MISSED"
 
+        def whole(x: dict) -> str:
+            return "n/a" if x.get("whole_call") is None else (
+                f"{x['whole_call']:.2f}" + ("" if x["whole_call_low"] is None else
+                                            f" [{x['whole_call_low']:.2f}, {x['whole_call_high']:.2f}]"))
+
+        def pooled_sd(x: dict) -> str:
+            return f"{fmt(x['log_sd'], '.3f')} (df {fmt(x.get('df'), '.0f')}, {x.get('pooled_runs', 1)} run(s))"
+
         out += [f"Half-widths of the multi-replica speed-ups against the target of ±{target:g} % (95 %), and the "
-                f"threads run's beside them:",
-                table(["speed-up", "against", "sd of log ratio over rounds", "half-width", "target",
-                       f"rounds for ±{target:g} %"],
-                      [[x["variant"], x["against"], fmt(x["log_sd"], ".3f"),
+                f"threads run's beside them. The spread of a log ratio: this run's own over its rounds, and the "
+                f"pooled within-run one the interval uses; between runs: the sd between measurements of this "
+                f"kind (n/a with one); pairing removed: 1 - var(paired) / (var(arm) + var(baseline)) over this "
+                f"run's rounds; CPU time: the sd of the same ratio of the processes' CPU times over their timed "
+                f"epochs.",
+                table(["speed-up", "against", "own sd", "pooled sd", "between runs", "pairing removed",
+                       "CPU-time sd", "half-width", "target", f"rounds for ±{target:g} %", "whole call [95% CI]"],
+                      [[x["variant"], x["against"], fmt(x.get("own_log_sd"), ".3f"), pooled_sd(x),
+                        fmt(x.get("between_run_sd"), ".3f"),
+                        "n/a" if x.get("removed_pct") is None else f"{x['removed_pct']:.0f} %",
+                        fmt(x.get("cpu_log_sd"), ".3f"),
                         "n/a" if x["half_width_pct"] is None else f"±{x['half_width_pct']:.1f} %",
-                        verdict(x), fmt(x["rounds_needed"], "d")] for x in ratios.values()]),
+                        verdict(x), fmt(x["rounds_needed"], "d"), whole(x)] for x in ratios.values()]),
+                cpu_words(ratios),
                 (f"{len(missed)} of {len(targeted)} multi-replica speed-ups missed ±{target:g} % with "
                  f"{s.count} round(s): " + ", ".join(f"{x['variant']} vs {x['against']}" for x in missed) + "."
                  if missed else f"Every multi-replica speed-up reached ±{target:g} % with {s.count} round(s).")]
@@ -78,10 +134,26 @@ def precision(rounds, variance: dict) -> list[str]:
     unsettled = rounds.unsettled()
     if unsettled:
         notes.append(f"{len(unsettled)} of {len(s.processes)} process(es) had a first timed epoch more than "
-                     f"{SETTLE_TOLERANCE:.0%} slower than the median of the rest (still warming up); by rule it was "
-                     f"left out of their time: " + ", ".join(f"round {k} {v}" for k, v in unsettled) + ".")
+                     f"{SETTLE_TOLERANCE:.0%} slower than the median of the rest; the estimator keeps it (no rule "
+                     f"drops epochs): " + ", ".join(f"round {k} {v}" for k, v in unsettled) + ".")
     busy = rounds.busy()
     notes.append(f"{len(busy)} process(es) ran on a busy host (other work or steal above {s.busy_share:.0%} of the "
                  f"CPU time, from /proc/stat beside each process)" + (": " + ", ".join(
                      f"round {p.round} {p.variant}" for p in busy) if busy else "") + ".")
     return out + [bullets(notes)]
+
+
+def cpu_words(ratios: dict) -> str:
+    """Whether the processes' CPU-time ratios are less noisy than their wall-time ones (this run)."""
+    pairs = [(x["cpu_log_sd"], x["own_log_sd"]) for x in ratios.values()
+             if x.get("cpu_log_sd") is not None and x.get("own_log_sd")]
+    if not pairs:
+        return "CPU time: not recorded by these results (result schema 5), so no comparison."
+    less = sum(c < w for c, w in pairs)
+    cpu, wall = statistics.median(c for c, _ in pairs), statistics.median(w for _, w in pairs)
+    word = ("less noisy here" if cpu < (1 - CLOSE) * wall else "more noisy here" if cpu > (1 + CLOSE) * wall else
+            f"about as noisy here (the medians within {CLOSE:.0%} of each other)")
+    return (f"CPU time against wall time: the CPU-time ratios had the smaller spread on {less} of {len(pairs)} "
+            f"ratios (median sd {cpu:.3f} against {wall:.3f}), so CPU time is " + word
+            + "; it measures cost, not speed (a multi-replica run spends CPU on every core it has), so the "
+              "speed-ups stay on wall time.")

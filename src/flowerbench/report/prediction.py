@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, TOLERANCE_PCT, UNDETERMINED, predicted_tests, verdict as verdict_of
 from ..render import bullets, table
+from ..stats import EQUIVALENCE_PCT
 from .cells import fmt
 
 
@@ -23,9 +24,11 @@ def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[s
         return b + [f"The terms were not measured: {terms['skipped']}."]
     b += [f"Terms, measured {terms['started_at'][:10]} on {terms['cpu_model']} by the `terms` stage:",
           bullets(terms_lines(terms) + compute_lines(terms, rows)),
-          f"A prediction holds within ±{TOLERANCE_PCT:g} % of the measured point (the geometric mean over rounds) "
-          f"and misses beyond; where the measured 95 % interval is itself wider than ±{TOLERANCE_PCT:g} %, the "
-          f"verdict is undetermined, however close the prediction. The null models come from the 1-replica run "
+          f"A prediction holds when the measured {EQUIVALENCE_PCT} % interval (over rounds) lies inside "
+          f"±{TOLERANCE_PCT:g} % of it "
+          f"(a band symmetric on the log scale), is MISSED when the measured 95 % interval and that band are "
+          f"disjoint, and is undetermined otherwise (an equivalence test, stats.tost; the A/B uses the same). "
+          f"The null models come from the 1-replica run "
           f"of the same loop in the same rounds: no speed-up (N replicas take its time) and linear (its time / N).",
           table(["variant", "runs", "role", "predicted s = compute + all-reduce + input", "measured s: "
                         "over rounds [95% CI]", "error", "no speed-up / linear: error", "verdict"],
@@ -173,7 +176,7 @@ def model_verdict(v: dict, rows: list[dict]) -> str:
                      f"({', '.join(v['missed'])}; errors: {errs}).")
     if v["undetermined"]:
         parts.append(f"{len(v['undetermined'])} could not be judged: {', '.join(v['undetermined'])} (the "
-                     f"measured interval is wider than ±{TOLERANCE_PCT:g} %).")
+                     f"measured interval straddles the ±{TOLERANCE_PCT:g} % band around the prediction).")
     if v["unpredicted"]:
         parts.append(f"It could not predict {', '.join(v['unpredicted'])} (an input is missing).")
     if v["held"]:

@@ -3,6 +3,9 @@ data, devices, params)."""
 
 from __future__ import annotations
 
+import statistics
+
+from ..host import label as host_label
 from ..metrics import COMPARABLE
 from ..render import bullets
 from ..results import Result
@@ -23,7 +26,9 @@ def provenance(results: list[Result], processes: list[Result]) -> list[str]:
              f"{min(r.started_at for r in results)} to {max(r.finished_at for r in results)}",
              code_state(processes),
              "versions: " + ", ".join(f"{k} {v[k]}" for k in sorted(v)),
-             f"host {r0.hostname}: {r0.cpu_model} ({r0.cpu_count} cores), GPU {r0.gpu_model or 'none'}; {r0.platform}",
+             f"host {r0.hostname}: {host_label(r0.host)} (its model name: {r0.cpu_model}); GPU "
+             f"{r0.gpu_model or 'none'}; {r0.platform}",
+             speed_line(processes),
              f"data: {r0.data_label or r0.data_source}, source {r0.data_source}, {r0.images_per_epoch} images "
              f"per epoch, tree sha256 {r0.data_tree_sha256}"]
     lines += [f"{r.variant}: {r.device_kind} {r.devices}, strategy {r.strategy}, all-reduce {r.cross_device_ops}, "
@@ -48,3 +53,14 @@ def code_state(results: list[Result]) -> str:
     files = sorted({f for r in dirty for f in (r.git_changed or [])})
     return (f"{head}; {len(dirty)} of {len(results)} results ran with uncommitted changes "
             f"({', '.join(files) or 'files not recorded'}): {', '.join(r.variant for r in dirty)}")
+
+
+def speed_line(processes: list[Result]) -> str:
+    """The speed index every process measured before training (host.speed_index), as provenance."""
+    speeds = [r.speed_index["gflops"] for r in processes if r.speed_index]
+    if not speeds:
+        return "speed index: not recorded (results of schema 5, before it existed)"
+    m = processes[0].speed_index
+    return (f"speed index (a {m['matrix']} x {m['matrix']} float64 matrix product for {m['seconds']:g} s on the "
+            f"process's own cores, before TensorFlow started): median {statistics.median(speeds):.1f} GFLOP/s, "
+            f"{min(speeds):.1f}-{max(speeds):.1f} over {len(speeds)} processes")
