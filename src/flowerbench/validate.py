@@ -282,10 +282,12 @@ def rejudge(validation_path: Path = H.VALIDATION, predictions_path: Path = PREDI
     rows = [{**r, "head": head} for r in rows]
     out = {**v, **state, "rows": rows, "summary": H.summary(rows), "rule": RULE, "judged_at": provenance.now(),
            "frozen": {**v["frozen"], "head": head},
-           "rejudged_from": {"judged_at": v["judged_at"], "head": v["frozen"]["head"], "rule": v.get("rule", "until 2026-12-07: undetermined "
-                                                                     "where the measured 95 % interval was wider "
-                                                                     "than +-tolerance, else on the point"),
-                             "verdicts": before}}
+           # the first judgement, kept through every re-judgement
+           "rejudged_from": v.get("rejudged_from") or {
+               "judged_at": v["judged_at"], "head": v["frozen"]["head"],
+               "rule": v.get("rule", "until 2026-12-07: undetermined where the measured 95 % interval was wider "
+                                     "than +-tolerance, else on the point"),
+               "verdicts": before}}
     write_json(validation_path, out)
     atomic_write(validation_path.parent / "validation.md", markdown(out))
     changed = [f"{k}: {before[k]} -> {r['verdict']}" for r in rows if before[(k := f"{r['setting']} {r['loop']}")]
