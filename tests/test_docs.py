@@ -159,3 +159,16 @@ def test_every_stage_command_in_dvc_yaml_is_the_one_docs_pipeline_gives():
     given = dict(re.findall(r"^\| `(\w+)` \| `([^`]+)`", table, re.M))
     assert set(given) == set(stages)
     assert {name: st["cmd"] for name, st in stages.items()} == given
+
+
+def test_every_exit_code_the_code_uses_is_in_docs_faults_md():
+    """The codes entry.run can return (EXIT_CODES: the `exit_code` of the errors that carry one, the
+    signals', 2 for params) and the Makefile's flock code are each named in docs/faults.md."""
+    from flowerbench import devices, entry, heldout
+
+    used = {0, 1, 2, devices.EXIT_PORT_TAKEN, heldout.FrozenError.exit_code,
+            *(rc for rc, _ in entry.STOPPED.values())}
+    used |= {int(m) for m in re.findall(r"--conflict-exit-code (\d+)", (REPO / "Makefile").read_text())}
+    assert used <= set(entry.EXIT_CODES)
+    line = re.search(r"Exit codes[^\n]*(?:\n(?!\n)[^\n]*)*", (REPO / "docs" / "faults.md").read_text()).group(0)
+    assert [rc for rc in sorted(entry.EXIT_CODES) if not re.search(rf"\b{rc}\b", line)] == []

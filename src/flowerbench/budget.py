@@ -110,9 +110,26 @@ def plan(replicas: int, cores: Optional[int], train: TrainParams, usable_ids: li
 
 
 def pin(budget: CoreBudget) -> None:
-    """Set this process's affinity mask (before TensorFlow is imported: its pools size from it)."""
-    if budget.affinity:
-        os.sched_setaffinity(0, budget.affinity)
+    """Set this process's affinity mask (before TensorFlow is imported: its pools size from it), on
+    every thread it already has: sched_setaffinity(0) sets the calling thread's alone, and a thread
+    pool started earlier (numpy's OpenBLAS, imported while the data are listed) would keep the whole
+    host's cores (seen 2026-12-07: two pinned workers' BLAS threads met on both cores)."""
+    if not budget.affinity:
+        return
+    os.sched_setaffinity(0, budget.affinity)
+    for tid in _threads():
+        try:
+            os.sched_setaffinity(tid, budget.affinity)
+        except OSError:          # a thread that ended meanwhile
+            pass
+
+
+def _threads() -> list[int]:
+    """The ids of this process's threads (/proc/self/task; [] where there is none)."""
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return []
 
 
 def thread_env(budget: CoreBudget) -> dict[str, str]:

@@ -7,8 +7,11 @@ the stage), so that DVC reruns a stage when its own command line changes and no 
     python -m flowerbench train --variant mirrored_fit              (the same, through cli.py)
 
 Params are validated before TensorFlow is imported, so a bad params file fails in under a
-second with exit code 2 and one line naming the file and the dotted key.  Exit codes: 0 ok,
-1 runtime failure (one line on stderr), 2 bad params or usage, 130 interrupted (SIGINT),
+second with exit code 2 and one line naming the file and the dotted key.  Exit codes (EXIT_CODES,
+docs/faults.md): 0 ok, 1 runtime failure (one line on stderr), 2 bad params or usage, 3 refused
+(`make validate`: the held-out predictions are not committed, or not the ones judged; nothing
+measured), 75 a multi-worker worker's port was taken (the launcher restarts the job with fresh
+ports; `make reproduce` also exits 75 when another holds the checkout), 130 interrupted (SIGINT),
 143 terminated (SIGTERM).
 """
 
@@ -28,6 +31,10 @@ class Terminated(BaseException):
     """Raised from the SIGTERM handler so `finally` blocks and temp-file cleanup run."""
 
 
+# every exit code a command (or `make reproduce`) can end with -> what it means (docs/faults.md lists them)
+EXIT_CODES = {0: "ok", 1: "runtime failure", 2: "bad params or usage", 3: "refused, nothing measured",
+              75: "a port taken (the launcher retries) / the checkout held by another make reproduce",
+              130: "interrupted (SIGINT)", 143: "terminated (SIGTERM)"}
 STOPPED = {signal.SIGINT: (130, "interrupted (SIGINT)"), signal.SIGTERM: (143, "terminated (SIGTERM)")}
 
 
