@@ -101,3 +101,19 @@ def test_the_ab_command_writes_its_table_and_exits_by_the_verdict(workdir):
     both = run_cli("ab", "--split", "2", "--fresh", cwd=workdir)
     assert both.returncode == 2 and "choose one" in both.stderr
     assert load_params(workdir / "params.yaml").rounds.count == 1   # (the tiny params: nothing measured here)
+
+
+def test_with_compares_two_committed_measurements_without_measuring(workdir):
+    """`ab --against A --with B`: two rounds folders already measured (a reference and the last run),
+    judged by the same rule; nothing is measured (the tiny params would measure in seconds, and the
+    scratch folder stays empty)."""
+    for name, drift in (("a", (1.0, 1.04, 0.97)), ("b", (1.01, 0.99, 1.03))):
+        write_rounds(workdir / name, {v: per_round(fake_result(v, loop, n, s, "logical_cpu", True), drift)
+                                      for v, (loop, n, s) in KNOWN.items()})
+    proc = run_cli("ab", "--against", "a/rounds", "--with", "b/rounds", cwd=workdir)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads((workdir / "reports" / "ab.json").read_text())
+    assert out["verdict"] == "reproduces" and out["a"] == "a/rounds" and out["b"] == "b/rounds"
+    assert not (workdir / ".dvc" / "tmp" / "ab").exists()
+    both = run_cli("ab", "--with", "b/rounds", "--split", "1", cwd=workdir)
+    assert both.returncode == 2 and "choose one" in both.stderr

@@ -402,3 +402,22 @@ def test_push_then_a_fresh_clone_pulls_to_a_clean_status(pipeline_repo, tmp_path
     proc = dvc("repro", cwd=clone)  # the same host: only the host stage runs, and nothing changes
     assert [l.split("'")[1] for l in proc.stdout.splitlines() if l.startswith("Running stage")] == ["host"]
     assert git("status", "--porcelain", cwd=clone) == ""
+
+
+# The analysis: what reads measurements back and judges them.  No measuring stage may run it, so an
+# edit to it reruns the report alone (and the held-out predictions, frozen on the terms' sha256,
+# survive it).
+ANALYSIS = {"rounds.py", "stats.py", "estimators.py", "pool.py", "predict.py", "metrics.py", "heldout.py",
+            "validate.py", "ab.py", "blog.py", "render.py"}
+
+
+@pytest.mark.parametrize("stage", ["rounds", "terms"])
+def test_a_measuring_stage_imports_no_analysis(stage):
+    from flowerbench.closure import PACKAGE_DIR
+
+    runs = closure(PACKAGE_DIR, SPAWNS[stage])
+    assert sorted(runs & ANALYSIS) == [] and not any(m.startswith("report/") for m in runs)
+    # what it does run of the shared pieces: the schedule, the terms file's schema, Student's t
+    assert ("schedule.py" in runs) == (stage == "rounds") and ("termsfile.py" in runs) == (stage == "terms")
+    deps = {d for d in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"][stage]["deps"]}
+    assert not any(d.removeprefix("src/flowerbench/") in ANALYSIS for d in deps)

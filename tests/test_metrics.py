@@ -131,16 +131,21 @@ def test_the_blog_hypotheses_on_its_own_numbers_and_one_tie_rule():
 
 
 def test_findings_say_faster_slower_or_not_distinguishable_by_the_one_rule():
+    from flowerbench.metrics import comparisons
     from flowerbench.report.headline import findings
 
     close = _rounds({"single_fit": [10.0, 11.0, 12.0], "single_custom": [10.4, 10.6, 12.3]})
-    text = findings(close.pooled(), _metrics(close), "single_fit", close)
+    def said(rr) -> str:
+        m = _metrics(rr)
+        return findings(rr.pooled(), m, "single_fit", comparisons(rr, rr.pooled(), m))
+
+    text = said(close)
     assert text.startswith("No variant was faster than single_fit")
     assert "Not distinguishable from single_fit: single_custom." in text
     assert "On one replica the custom loop against fit(): " in text and text.endswith("not distinguishable.")
     fast = _rounds({"single_fit": [10.0, 11.0, 12.0], "single_custom": [5.0, 5.6, 6.1]})
-    text = findings(fast.pooled(), _metrics(fast), "single_fit", fast)
+    text = said(fast)
     assert text.startswith("Faster than single_fit") and "custom was faster." in text
     assert "not distinguishable" not in text
     slow = _rounds({"single_fit": [10.0, 11.0, 12.0], "single_custom": [20.0, 21.5, 25.0]})
-    assert "Slower than single_fit: single_custom 0.50x" in findings(slow.pooled(), _metrics(slow), "single_fit", slow)
+    assert "Slower than single_fit: single_custom 0.50x" in said(slow)

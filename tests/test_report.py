@@ -96,7 +96,8 @@ def test_oversubscribed_runs_are_labelled_and_kept_out_of_efficiency(workdir):
         assert "scaling_efficiency" not in m[name] and m[name]["budget_cores"] == 2  # metrics.json: numbers only
         assert m[name]["speedup_vs_single"] < 1 and m[name]["speedup_vs_single_verdict_code"] == -1
     assert m["multiworker_custom"]["scaling_efficiency"] == pytest.approx(80 / 70 / 2, abs=1e-6)
-    assert "**On this host" in md and "mirrored_fit (4" not in md.split("## Headline")[0].split("**On this host")[1]
+    answer = md.split("## Headline")[0].split("**On this host")[1].split("Labels: ")[0]
+    assert "mirrored_fit (4" not in answer                  # the answer leaves the oversubscribed runs out
 
 
 def test_efficiency_uses_the_same_budget_baseline_never_the_threads_run(workdir):
@@ -527,3 +528,48 @@ def test_without_held_out_predictions_the_report_says_how_to_make_them(workdir):
     md = (workdir / "reports" / "report.md").read_text()
     assert "No held-out predictions are committed (predictions/heldout.json)" in md
     assert "heldout.png" not in md
+
+
+def test_the_first_screen_is_the_answer_and_its_figure_then_one_line_of_labels(workdir):
+    """The answer and its figure come before the labels; the labels are one line, each linking to the
+    section that says what it means (an anchor that exists in the HTML page too); warnings stay banners."""
+    fake_results(workdir / "results", kind="logical_cpu", synthetic=True)
+    _report(workdir)
+    md = (workdir / "reports" / "report.md").read_text()
+    lines = [l for l in md.split("## Headline")[0].splitlines() if l.strip()]
+    answer = next(i for i, l in enumerate(lines) if l.startswith("**On this host"))
+    fig = next(i for i, l in enumerate(lines) if l.startswith("![") and "scaling.png" in l)
+    labels = next(i for i, l in enumerate(lines) if l.startswith("Labels: "))
+    assert answer == 1 and answer < fig < labels
+    assert not any(l.startswith("> **CORE-MATCHED") or l.startswith("> **SYNTHETIC") for l in lines)
+    line = lines[labels]
+    for label in ("CORE-MATCHED CPU RUN", "CPU RUN", "SYNTHETIC DATA"):
+        assert f"[**{label}**](#what-the-labels-say)" in line
+    section = md.split("## What the labels say")[1].split("##")[0]
+    assert "- SYNTHETIC DATA: trained on the generated stand-in, NOT the real flower_photos" in section
+    assert "Where each result was measured:" in section
+    html = (workdir / "reports" / "report.html").read_text()
+    assert '<h2 id="what-the-labels-say">What the labels say</h2>' in html and 'href="#what-the-labels-say"' in html
+
+
+def test_no_section_calls_a_stats_function_or_imports_another_section():
+    """The sections format what metrics.py (and the pool, the model) computed: from stats they import
+    constants only (the rule's words, the band), and from the report package only the shared cells."""
+    import ast
+
+    pkg = REPO / "src" / "flowerbench" / "report"
+    sections = {p.stem for p in pkg.glob("*.py")} - {"__init__", "cells"}
+    bad = []
+    for path in sorted(pkg.glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                mod = node.module or ""
+                if mod == "stats" and node.level == 2:
+                    bad += [f"{path.name}: stats.{a.name}" for a in node.names if not a.name.isupper()]
+                if node.level == 2 and mod == "" and any(a.name == "stats" for a in node.names):
+                    bad.append(f"{path.name}: imports stats")
+                if node.level == 1 and mod in sections:
+                    bad.append(f"{path.name}: imports section {mod}")
+    assert bad == []

@@ -6,6 +6,7 @@ by an equivalence test.
     python -m flowerbench ab --split 3       # nothing measured: A = rounds 1-3 of results/rounds, B = the
                                              # later ones (rounds added afterwards with -S rounds.count=N)
     python -m flowerbench ab --against reports/reference/<name>/results/rounds
+    python -m flowerbench ab --against DIR_A --with DIR_B    # nothing measured: two committed measurements
 
 Each measurement is the rounds stage's own (measure.run, with the params' rounds.count), written to
 .dvc/tmp/ab/<A|B>/rounds (resumable like the stage).  The ratios compared are the distinct ones
@@ -163,8 +164,13 @@ def judge(a: R.Rounds, b: R.Rounds, baseline: str, names: list[str]) -> dict:
 
 
 def run(params: Params, params_path: str = "params.yaml", fresh: bool = False,
-        against: Path = paths.ROUNDS, reports_dir: Path = paths.REPORTS, split_at: int | None = None) -> int:
+        against: Path = paths.ROUNDS, reports_dir: Path = paths.REPORTS, split_at: int | None = None,
+        with_b: Path | None = None) -> int:
     names = [v.name for v in params.all_variants()]
+    if with_b is not None:
+        out = judge(R.load(names, Path(against)), R.load(names, Path(with_b)), params.report.baseline, names)
+        md = markdown(out, f"{against}", f"{with_b}")
+        return _write(out, md, reports_dir, {"a": str(against), "b": str(with_b)})
     if split_at is not None:
         a, b = split(R.load(names, Path(against)), split_at)
         out = judge(a, b, params.report.baseline, names)

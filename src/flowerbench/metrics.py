@@ -190,11 +190,70 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     needed = [x["rounds_needed"] for x in ratios.values() if x["rounds_needed"] and x["targeted"]]
     counts["rounds"] = max(needed) if needed else None
     return {"per_variant": per_variant, "pooled": pooled, "ratios": ratios, "target_pct": target_pct,
-            "estimator": CHOSEN, "cpu_recorded": cpu,
+            "estimator": CHOSEN, "cpu_recorded": cpu, "t_two_rounds": S.t975(1),
             "pool": None if pool is None else {"runs": len(pool.runs), "names": pool.names,
                                                "left_out": pool.left_out, "identity_known": pool.identity_known,
                                                "words": pool.describe()},
             "costs_seconds": {"epoch": epoch_s, "repeat_call": call_s, "process": process_s}, "counts": counts}
+
+
+def single_files(results: list[Result]) -> tuple[Result | None, Result | None]:
+    """The declared one-replica fit() and custom runs on the files (one replica's share of the cores;
+    the first declared wins)."""
+    singles = {(r.loop, r.pipeline): r for r in reversed(results) if r.replicas == 1 and r.budget_kind != "threads"}
+    return singles.get(("fit", "files")), singles.get(("custom", "files"))
+
+
+def _cmp(est: S.Estimate, **names) -> dict[str, Any]:
+    return {**names, "point": est.point, "low": est.low, "high": est.high, "df": est.dof,
+            "half_width_pct": est.half_width_pct, "verdict": S.verdict(est)}
+
+
+def comparisons(rounds, results: list[Result], metrics: dict, pool=None) -> dict[str, dict]:
+    """The comparisons the report's words make beyond each run's own speed-ups, every one a paired
+    estimate with the same spread as the rest (`pool`, or this run's own rounds):
+
+      * loops_on_one_replica: the custom loop's speed-up over fit() on one replica (fit's seconds over
+        custom's; below 1: the custom loop is slower, a confounder of the custom efficiencies);
+      * efficiency_fit_over_custom_N: at N replicas, fit()'s scaling efficiency over the custom loop's,
+        round by round (a ratio of two paired ratios);
+      * replicas_over_threads_<variant>: on the same cores, N replicas against one replica with the
+        cores as intra-op threads."""
+    from .pool import Pool
+
+    pool = pool or Pool([rounds], ["this run"])
+    out: dict[str, dict] = {}
+    fit, custom = single_files(results)
+    if fit and custom:
+        out["loops_on_one_replica"] = _cmp(pool.paired(fit.variant, custom.variant), fit=fit.variant,
+                                           custom=custom.variant)
+    runs = [r for r in results if r.replicas > 1 and r.pipeline == "files"
+            and metrics[r.variant].get("scaling_efficiency") is not None]
+    by_loop: dict = {}
+    for r in runs:
+        if not r.workers:
+            by_loop.setdefault((r.replicas, r.loop), r)
+    for n in sorted({k[0] for k in by_loop}):
+        f, c = by_loop.get((n, "fit")), by_loop.get((n, "custom"))
+        if f and c:
+            sf, sc = metrics[f.variant]["single_same_loop"], metrics[c.variant]["single_same_loop"]
+
+            def logs(rr, f=f, c=c, sf=sf, sc=sc):
+                have = rr.runs[0]
+                if not all(v in have for v in (f.variant, c.variant, sf, sc)):
+                    return None
+                return [math.log(a / b) - math.log(x / y) for a, b, x, y in zip(
+                    rr.seconds(sf), rr.seconds(f.variant), rr.seconds(sc), rr.seconds(c.variant))]
+            out[f"efficiency_fit_over_custom_{n}"] = _cmp(pool.estimate(logs), replicas=n, fit=f.variant,
+                                                          custom=c.variant)
+    for t in (r for r in results if r.budget_kind == "threads"):
+        twin = next((r for r in runs if r.loop == t.loop and not r.workers and
+                     r.replicas * r.cores_per_replica == t.budget_cores), None)
+        if twin:
+            out[f"replicas_over_threads_{t.variant}"] = _cmp(pool.paired(t.variant, twin.variant), threads=t.variant,
+                                                             replicas=twin.variant, cores=t.budget_cores,
+                                                             replica_count=twin.replicas)
+    return out
 
 
 def budget_scale(r: Result) -> float | None:
@@ -277,7 +336,8 @@ def plots_data(df) -> dict[str, str]:
 
 
 def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings: list[str],
-                 model: list[dict] = (), variance: dict | None = None, heldout: dict | None = None) -> dict:
+                 model: list[dict] = (), variance: dict | None = None, heldout: dict | None = None,
+                 compared: dict | None = None) -> dict:
     """reports/metrics.json: numbers only, nested by name (`dvc metrics show` drops lists and
     strings); the labels and the warnings' text are in the report."""
     def numbers(d: dict) -> dict:
@@ -306,4 +366,6 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
                 **numbers(heldout), "missed": len(heldout["missed"]), "undetermined": len(heldout["undetermined"]),
                 **{f"null_{k}_mae_pct": round(x, 6) for k, x in heldout["null_mae_pct"].items() if x is not None},
                 "beats_nulls": int(heldout["beats_nulls"])},
+            "comparisons": {k: {**numbers(x), "verdict_code": VERDICT_CODE[x["verdict"]]}
+                            for k, x in (compared or {}).items()},
             "warnings": len(warnings)}

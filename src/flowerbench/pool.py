@@ -85,6 +85,12 @@ class Pool:
             return S.logs_of(rr.seconds(numerator), rr.seconds(denominator))
         return S.random_effects(self._groups(values))
 
+    def estimate(self, logs: Callable[[Rounds], Optional[list[float]]]) -> S.Estimate:
+        """Any per-round log quantity of this run (`logs(rounds)`, None where a run lacks it) with its
+        spread pooled over the runs: a ratio of two paired ratios, say."""
+        c = S.random_effects(self._groups(logs))
+        return S.from_logs(logs(self.here), None if c["within_sd"] is None else (c["within_sd"], c["df_within"]))
+
     def spread(self, numerator: str, denominator: Optional[str] = None) -> Optional[tuple[float, float]]:
         """(pooled within-run sd, its df) for stats.paired / from_logs, None with nothing to pool (one
         round in one run)."""

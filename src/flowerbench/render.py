@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from typing import Iterable, Sequence
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1500px;margin:2em auto;padding:0 1em;color:#222}"
@@ -41,11 +42,20 @@ def figure(name: str, caption: str, folder: str = "figures") -> str:
     return f"![{caption}]({folder}/{name})\n\n*{caption}*"
 
 
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it (markup dropped, lower case, punctuation out, spaces to
+    hyphens), so that a `#anchor` link works in the Markdown on GitHub and in the HTML page alike."""
+    text = re.sub(r"<[^>]+>|[`*_]", "", html.unescape(heading)).strip().lower()
+    return re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", text))
+
+
 def html_page(markdown: str, title: str, images: dict[str, bytes], folder: str = "figures") -> str:
     """The Markdown as one HTML page; every `folder/NAME` image in `images` becomes a data URI."""
     from markdown_it import MarkdownIt
 
     body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
+    body = re.sub(r"<(h[1-3])>(.*?)</\1>",
+                  lambda m: f'<{m.group(1)} id="{slug(m.group(2))}">{m.group(2)}</{m.group(1)}>', body)
     for name, png in images.items():
         uri = "data:image/png;base64," + base64.b64encode(png).decode()
         body = body.replace(f'src="{folder}/{name}"', f'src="{uri}"')

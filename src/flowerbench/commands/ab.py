@@ -8,6 +8,8 @@ HELP = ("measure the rounds again (B) and test whether every paired ratio agrees
 FLAGS = {
     "--fresh": {"action": "store_true", "help": "measure A now too, then B (default: A = results/rounds)"},
     "--against": {"default": "results/rounds", "help": "A's rounds folder (default: results/rounds)"},
+    "--with": {"dest": "with_b", "metavar": "DIR", "help": "measure nothing: B = this rounds folder (two committed "
+                                                          "measurements compared, e.g. a reference and results/rounds)"},
     "--split": {"type": int, "metavar": "K", "help": "measure nothing: A = rounds 1..K of --against, B = the "
                                                     "rounds after them (added later with -S rounds.count=N)"},
 }
@@ -20,10 +22,11 @@ def _run(args, params):
 
     from flowerbench.config import ParamsError
 
-    if args.split is not None and args.fresh:
-        raise ParamsError("ab: --split compares rounds already measured and --fresh measures two; choose one")
+    if sum((args.split is not None, args.fresh, args.with_b is not None)) > 1:
+        raise ParamsError("ab: --split and --with compare rounds already measured and --fresh measures two; "
+                          "choose one")
     return ab.run(params, params_path=args.params, fresh=args.fresh, against=Path(args.against),
-                  split_at=args.split)
+                  split_at=args.split, with_b=None if args.with_b is None else Path(args.with_b))
 
 
 main, parser = entry.command("ab", HELP, _run, FLAGS)

@@ -38,9 +38,9 @@ from ..results import Result
 from ..rounds import Rounds, RoundsError, load as load_rounds
 from .audit import audit_section
 from .blog_explained import blog_explained
-from .cells import run_kind_label
 from .conclusion import conclusion
-from .figures import OPENING_FIGURE, figures
+from .cells import OPENING_FIGURE, run_kind_label
+from .figures import figures
 from .headline import headline, what_this_shows
 from .heldout import figure_rows, heldout_section
 from .inputs import input_pipeline
@@ -131,13 +131,14 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
 
 def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dict, audit: list[dict],
              ceiling: list[dict], figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str],
-             here: dict, terms: dict | None, predicted: list[dict], heldout: dict | None = None) -> str:
+             here: dict, terms: dict | None, predicted: list[dict], heldout: dict | None = None,
+             compared: dict | None = None) -> str:
     """The report: its sections in order, each given the data it needs."""
     base = params.report.baseline
     verdict = predict.verdict(predicted) if terms and not terms.get("skipped") else None
     blocks = [*opening(results, metrics, audit, warnings, here, figs, base),
               *headline(results, metrics, base),
-              *what_this_shows(results, metrics, base, rounds, variance),
+              *what_this_shows(results, metrics, base, rounds, variance, compared or {}),
               *precision(rounds, variance),
               *input_pipeline(ceiling),
               *audit_section(audit, results, metrics, base, params.report.blog_seconds),
@@ -145,7 +146,7 @@ def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dic
               *heldout_section(*(heldout[k] if heldout else None for k in
                                  ("validation", "predictions", "predictions_sha256"))),
               *blog_explained(params.report, verdict, predicted),
-              *conclusion(results, metrics, audit, base, rounds),
+              *conclusion(results, metrics, audit, base, compared or {}),
               "## Figures", *(render.figure(name, caption) for name, (_, caption) in figs.items()
                               if name != OPENING_FIGURE),
               *provenance(results, [r for rnd in rounds.runs for r in rnd.values()])]
@@ -189,6 +190,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     pool = P.load(rounds, [v.name for v in params.all_variants()], reference_dir)
     metrics = M.compute_metrics(results, base, per_round, pool)
     variance = M.variance_split(rounds, results, base, params.report.precision_target_pct, pool)
+    compared = M.comparisons(rounds, results, metrics, pool)
     audit = blog.audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
     ceiling = M.input_ceiling(results, per_round)
     df = M.tidy(results)
@@ -197,7 +199,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     held_rows = figure_rows(held["validation"], held["predictions"]) if held["validation"] else []
     figs = figures(results, metrics, df, params.report, run_kind_label(results), audit, rows, held_rows)
     md = markdown(rounds, results, metrics, variance, audit, ceiling, figs, params, warnings, here, terms, rows,
-                  held)
+                  held, compared)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
@@ -205,7 +207,7 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     write_dir(reports_dir / paths.PLOTS.name, M.plots_data(df))
     write_json(reports_dir / paths.METRICS.name,
                M.metrics_file(metrics, audit, ceiling, warnings, rows, variance,
-                              heldout_summary(held["validation"]["rows"]) if held["validation"] else None))
+                              heldout_summary(held["validation"]["rows"]) if held["validation"] else None, compared))
     atomic_write(reports_dir / paths.REPORT_MD.name, md)
     atomic_write(reports_dir / paths.REPORT_HTML.name, page)
     log(f"{len(results)} variants x {rounds.count} round(s) -> {reports_dir}/report.html, report.md, "

@@ -3,7 +3,11 @@ sit in its own module).  Pure: numbers in, text out."""
 
 from __future__ import annotations
 
+import statistics
+
 from ..results import Result
+
+OPENING_FIGURE = "scaling.png"   # the answer's figure, right under the opening sentence
 
 
 def fmt(x, spec: str = ".2f") -> str:
@@ -99,3 +103,28 @@ def run_kind_label(results: list[Result]) -> str:
     kinds = "/".join(sorted({r.device_kind for r in results}))
     gpus = sorted({r.gpu_model for r in results if r.gpu_model})
     return f"{kinds} on {', '.join(gpus)}" if gpus else f"{kinds}, {cpu_words(results[0])}"
+
+
+def between_rounds_words(variance: dict) -> str:
+    """The sd between processes this run measured, in words (a percentage, or n/a)."""
+    sd = variance["pooled"]["round"]["sd_pct"]
+    return "n/a (one round)" if sd is None else f"{sd:.1f} %"
+
+
+def pairing_words(variance: dict) -> str:
+    """What pairing inside a round removed from the ratios' variance, in one clause (this run)."""
+    removed = [x["removed_pct"] for x in variance["ratios"].values() if x.get("removed_pct") is not None]
+    if not removed:
+        return "pairing could not be assessed (fewer than 3 rounds)"
+    return (f"pairing inside a round removed {statistics.median(removed):.0f} % of a ratio's variance (median over "
+            f"{len(removed)} ratios; range {min(removed):.0f} to {max(removed):.0f} %, from 3-round spreads that are "
+            f"themselves noisy)")
+
+
+def interval_words(c: dict, inverse: bool = False) -> str:
+    """A comparison (metrics.comparisons) as '1.25x [1.10-1.42]'; `inverse`: its reciprocal (the
+    other side's time over this one's), the interval turned round with it."""
+    point, low, high = c["point"], c["low"], c["high"]
+    if inverse:
+        point, low, high = 1 / point, None if high is None else 1 / high, None if low is None else 1 / low
+    return f"{point:.2f}x" + ("" if low is None else f" [{low:.2f}-{high:.2f}]")

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
-from .. import stats as S
 from ..results import Result
 from ..stats import FASTER, UNDECIDED
-from .cells import efficiency_words, ratio_words, scaled, verdict_of
+from .cells import efficiency_words, interval_words, ratio_words, scaled, verdict_of
 
 
-def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline: str, rounds) -> list[str]:
+def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline: str, compared: dict) -> list[str]:
     """What a reader can quote: what this run shows and what it cannot, from the numbers."""
     kinds = sorted({r.device_kind for r in results})
     replicas = sorted({r.replicas for r in results})
@@ -37,33 +34,17 @@ def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline
             f"{r.variant} {ratio_words(metrics[r.variant], 'speedup_vs_baseline')}: "
             f"{verdict_of(metrics[r.variant], 'speedup_vs_baseline')} (efficiency {efficiency_words(metrics[r.variant])})"
             for r in runs) + ".")
-        by_loop = {}
-        for r in runs:
-            if not r.workers:
-                by_loop.setdefault((r.replicas, r.loop), r)
-        for n in sorted({k[0] for k in by_loop}):
-            fit, custom = by_loop.get((n, "fit")), by_loop.get((n, "custom"))
-            if fit and custom:
-                # fit's efficiency over custom's, round by round: a paired ratio of two paired ratios
-                sf, sc = metrics[fit.variant]["single_same_loop"], metrics[custom.variant]["single_same_loop"]
-                est = S.from_logs([math.log(a / b) - math.log(c / d) for a, b, c, d in zip(
-                    rounds.seconds(sf), rounds.seconds(fit.variant), rounds.seconds(sc), rounds.seconds(custom.variant))])
-                word = S.verdict(est)
-                shows.append(f"At {n} replicas, fit()'s scaling efficiency over the custom loop's: "
-                             f"{est.point:.2f}x{'' if est.low is None else f' [{est.low:.2f}-{est.high:.2f}]'}: "
-                             + ("not distinguishable." if word == UNDECIDED else
-                                f"the {'fit' if word == FASTER else 'custom'} loop scaled better."))
-        for t in (r for r in results if r.budget_kind == "threads"):
-            twin = next((r for r in runs if r.loop == t.loop and not r.workers and
-                         r.replicas * r.cores_per_replica == t.budget_cores), None)
-            if twin:
-                est = S.paired(rounds.seconds(t.variant), rounds.seconds(twin.variant))
-                word = S.verdict(est)
-                shows.append(f"On the same {t.budget_cores} cores, {twin.variant} ({twin.replicas} replicas) against "
-                             f"{t.variant} (1 replica, intra-op threads): {est.point:.2f}x"
-                             f"{'' if est.low is None else f' [{est.low:.2f}-{est.high:.2f}]'}: "
-                             + ("not distinguishable." if word == UNDECIDED else
-                                f"{'replicas' if word == FASTER else 'threads'} were faster."))
+        for c in (x for k, x in compared.items() if k.startswith("efficiency_fit_over_custom_")):
+            word = c["verdict"]
+            shows.append(f"At {c['replicas']} replicas, fit()'s scaling efficiency over the custom loop's: "
+                         f"{interval_words(c)}: " + ("not distinguishable." if word == UNDECIDED else
+                                                     f"the {'fit' if word == FASTER else 'custom'} loop scaled better."))
+        for c in (x for k, x in compared.items() if k.startswith("replicas_over_threads_")):
+            word = c["verdict"]
+            shows.append(f"On the same {c['cores']} cores, {c['replicas']} ({c['replica_count']} replicas) against "
+                         f"{c['threads']} (1 replica, intra-op threads): {interval_words(c)}: "
+                         + ("not distinguishable." if word == UNDECIDED else
+                            f"{'replicas' if word == FASTER else 'threads'} were faster."))
     cannot = []
     if all(r.budget_kind != "gpu" for r in results):
         theirs = " and ".join(f"{a['speedup']:.2f}x" for a in audit if a["gpus"] and a["gpus"] > 1)

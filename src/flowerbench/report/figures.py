@@ -12,10 +12,9 @@ from .. import blog
 from ..config import ReportParams
 from ..predict import TOLERANCE_PCT
 from ..results import Result
-from .cells import change_label, change_words
+from .cells import OPENING_FIGURE, change_label, change_words
 
 Figure = Optional[tuple[bytes, str]]
-OPENING_FIGURE = "scaling.png"   # the answer, right under the opening sentence
 
 
 def _png(fig, dpi: int) -> bytes:

@@ -3,13 +3,11 @@ findings and the confounders, each sentence computed from the metrics."""
 
 from __future__ import annotations
 
-from .. import stats as S
 from ..render import bullets, table
 from ..results import Result
 from ..stats import FASTER, SLOWER, UNDECIDED
-from .precision import between_rounds_words, pairing_words
-from .cells import (budget_cell, fmt, ratio_words, seconds_cell, speedup_cell, verdict_of, versus,
-                    versus_same_loop)
+from .cells import (between_rounds_words, budget_cell, fmt, interval_words, pairing_words, ratio_words, seconds_cell,
+                    speedup_cell, verdict_of, versus, versus_same_loop)
 
 
 def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
@@ -45,18 +43,13 @@ def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
             "whole-epoch custom graph on one replica is labelled a pathological baseline."]
 
 
-def what_this_shows(results: list[Result], metrics: dict, baseline: str, rounds, variance: dict) -> list[str]:
-    return ["## What this shows", findings(results, metrics, baseline, rounds), "Confounders:",
-            bullets(confounders(results, metrics, rounds, variance))]
+def what_this_shows(results: list[Result], metrics: dict, baseline: str, rounds, variance: dict,
+                    compared: dict) -> list[str]:
+    return ["## What this shows", findings(results, metrics, baseline, compared), "Confounders:",
+            bullets(confounders(results, rounds, variance, compared))]
 
 
-def single_files(results: list[Result]) -> tuple[Result | None, Result | None]:
-    """The declared one-replica fit() and custom runs on the files (one replica's share of the cores)."""
-    singles = {(r.loop, r.pipeline): r for r in reversed(results) if r.replicas == 1 and r.budget_kind != "threads"}
-    return singles.get(("fit", "files")), singles.get(("custom", "files"))
-
-
-def findings(results: list[Result], metrics: dict, baseline: str, rounds) -> str:
+def findings(results: list[Result], metrics: dict, baseline: str, compared: dict) -> str:
     """A paragraph generated from the numbers, every comparison by the one rule."""
     by = {r.variant: r for r in results}
     real = [v for v in metrics if by[v].pipeline == "files" and v != baseline]
@@ -87,12 +80,10 @@ def findings(results: list[Result], metrics: dict, baseline: str, rounds) -> str
         worse = [v for v in multi if verdict_of(metrics[v], "speedup_vs_single") == SLOWER]
         if worse:
             parts.append(f"Slower than one replica of the same loop by the rule: {', '.join(worse)}.")
-    fit, custom = single_files(results)
-    if fit and custom:
-        est = S.paired(rounds.seconds(fit.variant), rounds.seconds(custom.variant))
-        word = S.verdict(est)
-        parts.append(f"On one replica the custom loop against fit(): {est.point:.2f}x"
-                     f"{'' if est.low is None else f' [{est.low:.2f}-{est.high:.2f}]'}: "
+    loops = compared.get("loops_on_one_replica")
+    if loops:
+        word = loops["verdict"]
+        parts.append(f"On one replica the custom loop against fit(): {interval_words(loops)}: "
                      + ("not distinguishable." if word == UNDECIDED else f"custom was {word}."))
     shared = [v for v in metrics if by[v].replicas > 1 and (by[v].budget_kind in ("oversubscribed", "shared")
                                                            or by[v].device_kind == "logical_gpu")]
@@ -102,21 +93,21 @@ def findings(results: list[Result], metrics: dict, baseline: str, rounds) -> str
     return " ".join(parts)
 
 
-def confounders(results: list[Result], metrics: dict, rounds, variance: dict) -> list[str]:
+def confounders(results: list[Result], rounds, variance: dict, compared: dict) -> list[str]:
     """What else differs between the runs a comparison sets side by side, with its size."""
     out = []
-    fit, custom = single_files(results)
-    if fit and custom:
-        est = S.paired(rounds.seconds(custom.variant), rounds.seconds(fit.variant))   # custom's time over fit's
-        if S.verdict(est) == FASTER:
-            why = ("the blog's whole epoch inside one `tf.function` (`train.custom_graph: epoch`), which runs "
-                   "much slower than one `tf.function` per step on CPU" if custom.custom_graph == "epoch"
-                   else "the custom loop's own overhead")
-            custom_multi = [r.variant for r in results if r.loop == "custom" and r.replicas > 1]
-            out.append(f"One replica of the custom loop ({custom.variant}) took {ratio_text(est)} the time of "
-                       f"fit() ({fit.variant}): {why}. Custom-loop efficiencies ({', '.join(custom_multi) or 'none'}) "
-                       f"are against {custom.variant}, so they look better than the same times would against "
-                       f"fit(); the 'vs {fit.variant}' column is the blog's basis.")
+    loops = compared.get("loops_on_one_replica")
+    if loops and loops["verdict"] == SLOWER:            # the custom loop slower than fit() on one replica
+        by = {r.variant: r for r in results}
+        fit, custom = by[loops["fit"]], by[loops["custom"]]
+        why = ("the blog's whole epoch inside one `tf.function` (`train.custom_graph: epoch`), which runs "
+               "much slower than one `tf.function` per step on CPU" if custom.custom_graph == "epoch"
+               else "the custom loop's own overhead")
+        custom_multi = [r.variant for r in results if r.loop == "custom" and r.replicas > 1]
+        out.append(f"One replica of the custom loop ({custom.variant}) took {interval_words(loops, inverse=True)} "
+                   f"the time of fit() ({fit.variant}): {why}. Custom-loop efficiencies "
+                   f"({', '.join(custom_multi) or 'none'}) are against {custom.variant}, so they look better than the "
+                   f"same times would against fit(); the 'vs {fit.variant}' column is the blog's basis.")
     shared = [r for r in results if r.replicas > 1 and r.budget_kind == "shared"]
     if shared:
         out.append(f"Thread pools were left to TensorFlow (train.thread_policy: tf_default) in "
@@ -134,7 +125,7 @@ def confounders(results: list[Result], metrics: dict, rounds, variance: dict) ->
                    f"efficiency is against the 1-replica custom loop in one process.")
     if rounds.count < 3:
         out.append(f"Only {rounds.count} round(s): the intervals are missing (1 round) or very wide "
-                   f"(t = {S.t975(max(1, rounds.count - 1)):.2f} for 2 rounds).")
+                   f"(t = {variance['t_two_rounds']:.2f} for 2 rounds).")
     busy = rounds.busy()
     if busy:
         out.append(f"{len(busy)} process(es) ran on a busy host (other work or steal above "
@@ -145,6 +136,3 @@ def confounders(results: list[Result], metrics: dict, rounds, variance: dict) ->
                f"(section Precision). The intervals the rule reads carry that per-process spread.")
     return out
 
-
-def ratio_text(est: S.Estimate) -> str:
-    return f"{est.point:.2f}x" + ("" if est.low is None else f" [{est.low:.2f}-{est.high:.2f}]")

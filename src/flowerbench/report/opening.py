@@ -1,5 +1,7 @@
-"""The report's top: its title, the banners that say what kind of run this was, where each result
-was measured, the answer in one sentence, the answer's figure and the settings in one line."""
+"""The report's top: its title, the answer in one sentence and its figure first, then one line of
+labels (what kind of run this was), each linking to what it says, the warnings (results measured
+elsewhere, mixed params) as banners, the settings in one line; then what the labels say and where
+each result was measured."""
 
 from __future__ import annotations
 
@@ -8,8 +10,7 @@ from ..host import label as host_label
 from ..render import banner, bullets, figure
 from ..results import Result
 from ..stats import FASTER, SLOWER
-from .cells import cpu_words, ratio_words, scaled, verdict_of
-from .figures import OPENING_FIGURE
+from .cells import OPENING_FIGURE, cpu_words, ratio_words, scaled, verdict_of
 
 
 def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: list[str], here: dict,
@@ -21,19 +22,31 @@ def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: l
                "the global batch is fixed and split across replicas, so every run takes the same optimisation steps")
     data = ("a generated stand-in for flower_photos (not the real photos)" if any(r.data_synthetic for r in results)
             else "flower_photos")
-    b = [f"# flowerbench report: multi-replica {r0.model} training on {data}"]
-    measured, elsewhere = where_measured(results, here)
-    b += [banner(t) for t in banners(results) + elsewhere]
-    b += [banner(f"WARNING: {w}") for w in warnings]
-    b.append(f"Rendered on {host_label(here)}. Where each result was measured:")
-    b.append(bullets(measured))
-    b.append(answer(results, metrics, audit, baseline))
+    b = [f"# flowerbench report: multi-replica {r0.model} training on {data}",
+         answer(results, metrics, audit, baseline)]
     if OPENING_FIGURE in figs:
         b.append(figure(OPENING_FIGURE, figs[OPENING_FIGURE][1]))
+    measured, elsewhere = where_measured(results, here)
+    labels = banners(results)
+    b.append("Labels: " + " · ".join(f"[**{label_of(t)}**](#{LABELS_ANCHOR})" for t in labels)
+             + f" ([what they say](#{LABELS_ANCHOR}))")
+    # what is wrong with this run, not what kind of run it is: a banner each, on the first screen
+    b += [banner(t) for t in elsewhere] + [banner(f"WARNING: {w}") for w in warnings]
     b.append(f"{len(results)} variant(s); {r0.image_size} px, {r0.images_per_epoch} images per epoch, "
              f"{r0.batch_size_per_replica} per replica ({r0.scaling} scaling: {scaling}), {r0.warmup_epochs} "
              f"warm-up + {r0.epochs} timed epoch(s), model {r0.model}.")
+    b += [f"## {LABELS_HEADING}", bullets(labels),
+          f"Rendered on {host_label(here)}. Where each result was measured:", bullets(measured)]
     return b
+
+
+LABELS_HEADING = "What the labels say"
+LABELS_ANCHOR = "what-the-labels-say"
+
+
+def label_of(text: str) -> str:
+    """A banner's label: its words before the first colon ("SYNTHETIC DATA")."""
+    return text.split(":", 1)[0]
 
 
 def banners(results: list[Result]) -> list[str]:

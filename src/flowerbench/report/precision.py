@@ -8,27 +8,11 @@ import statistics
 
 from ..estimators import SETTLE_TOLERANCE, WORDS
 from ..render import bullets, table
-from .cells import fmt
+from .cells import fmt, pairing_words
 
 CLOSE = 0.10   # two spreads this close (relative) are "about as noisy"
 LEVELS = (("round", "between processes (one per round)"), ("repeat", "between repeats in one process"),
           ("epoch", "between epochs in one repeat"))
-
-
-def between_rounds_words(variance: dict) -> str:
-    """The sd between processes this run measured, in words (a percentage, or n/a)."""
-    sd = variance["pooled"]["round"]["sd_pct"]
-    return "n/a (one round)" if sd is None else f"{sd:.1f} %"
-
-
-def pairing_words(variance: dict) -> str:
-    """What pairing inside a round removed from the ratios' variance, in one clause (this run)."""
-    removed = [x["removed_pct"] for x in variance["ratios"].values() if x.get("removed_pct") is not None]
-    if not removed:
-        return "pairing could not be assessed (fewer than 3 rounds)"
-    return (f"pairing inside a round removed {statistics.median(removed):.0f} % of a ratio's variance (median over "
-            f"{len(removed)} ratios; range {min(removed):.0f} to {max(removed):.0f} %, from 3-round spreads that are "
-            f"themselves noisy)")
 
 
 def where_words(variance: dict) -> str:
@@ -37,10 +21,13 @@ def where_words(variance: dict) -> str:
     proc, epoch = pooled["round"]["sd_pct"], pooled["epoch"]["sd_pct"]
     if proc is None or epoch is None:
         return "Where the variance lives cannot be split with one round."
-    where = ("between processes" if proc >= epoch else "between epochs of one process")
-    return (f"The variance lives {where}: an sd of {proc:.1f} % between processes against {epoch:.1f} % between "
-            f"epochs of one process (log seconds); each process has its own speed, so the process is the unit of "
-            f"replication, and {pairing_words(variance)}.")
+    if proc >= epoch:
+        return (f"The variance lives between processes: an sd of {proc:.1f} % between processes against {epoch:.1f} % "
+                f"between epochs of one process (log seconds); each process has its own speed, so the process is "
+                f"the unit of replication, and {pairing_words(variance)}.")
+    return (f"In this run the variance lived between epochs of one process: an sd of {epoch:.1f} % between epochs "
+            f"against {proc:.1f} % between processes (log seconds), so more epochs per process would pay (the "
+            f"counts below); {pairing_words(variance)}.")
 
 
 def precision(rounds, variance: dict) -> list[str]:

@@ -61,6 +61,7 @@ def speed_line(processes: list[Result]) -> str:
     if not speeds:
         return "speed index: not recorded (results of schema 5, before it existed)"
     m = processes[0].speed_index
-    return (f"speed index (a {m['matrix']} x {m['matrix']} float64 matrix product for {m['seconds']:g} s on the "
-            f"process's own cores, before TensorFlow started): median {statistics.median(speeds):.1f} GFLOP/s, "
+    how = f", {m['method']}" if m.get("method") else ""
+    return (f"speed index (a {m['matrix']} x {m['matrix']} float64 matrix product{how}, for {m['seconds']:g} s on "
+            f"the process's own cores, before TensorFlow started): median {statistics.median(speeds):.1f} GFLOP/s, "
             f"{min(speeds):.1f}-{max(speeds):.1f} over {len(speeds)} processes")
