@@ -77,6 +77,11 @@ def test_code_state_covers_every_result_not_only_the_first():
                                           "(src/flowerbench/loops.py): mirrored_fit")
     other = Result.model_validate({**clean.as_dict(), "git_commit": "def"})
     assert code_state([clean, other]).startswith("git commits abc, def (MIXED)")
+    # which of the changed files the measured processes run, when the report knows that code
+    assert code_state([clean, dirty], frozenset({"src/flowerbench/loops.py"})).endswith(
+        "; of those, the measured processes run src/flowerbench/loops.py")
+    assert code_state([clean, dirty], frozenset({"src/flowerbench/train.py"})).endswith(
+        "; none of those files is code the measured processes run")
 
 
 def test_blog_model_arithmetic():

@@ -149,8 +149,17 @@ def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dic
               *conclusion(results, metrics, audit, base, compared or {}),
               "## Figures", *(render.figure(name, caption) for name, (_, caption) in figs.items()
                               if name != OPENING_FIGURE),
-              *provenance(results, [r for rnd in rounds.runs for r in rnd.values()])]
+              *provenance(results, [r for rnd in rounds.runs for r in rnd.values()], measured_code())]
     return "\n\n".join(blocks) + "\n"
+
+
+def measured_code() -> frozenset[str]:
+    """The repo paths of the flowerbench modules the measured processes run (the rounds stage's
+    closure), to tell an uncommitted change they ran with from one they did not."""
+    from ..closure import PACKAGE_DIR, closure
+    from ..measure import SPAWNED
+
+    return frozenset(f"src/flowerbench/{m}" for m in closure(PACKAGE_DIR, list(SPAWNED)))
 
 
 def consistency_warnings(rounds: Rounds, results: list[Result]) -> list[str]:

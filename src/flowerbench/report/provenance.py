@@ -15,16 +15,17 @@ ATTRIBUTION = ("The flower_photos images are from Flickr, licensed by their auth
                "Attribution; each photo's author is listed in the LICENSE.txt inside the archive.")
 
 
-def provenance(results: list[Result], processes: list[Result]) -> list[str]:
+def provenance(results: list[Result], processes: list[Result], measured_code: frozenset[str] = frozenset()) -> list[str]:
     """What produced the results (one pooled record per variant; `processes`: every round's, for the
-    code state): commits, versions, host, data, devices; the data's attribution."""
+    code state; `measured_code`: the repo paths of the code the measured processes run): commits,
+    versions, host, data, devices; the data's attribution."""
     r0 = results[0]
     v = r0.versions
     # No rendering time: the report is a function of its inputs, so rerendering the same results (a
     # fresh clone's `make reproduce`) gives the same bytes and leaves dvc.lock as committed.
     lines = [f"rendered by `python -m flowerbench report` from results measured "
              f"{min(r.started_at for r in results)} to {max(r.finished_at for r in results)}",
-             code_state(processes),
+             code_state(processes, measured_code),
              "versions: " + ", ".join(f"{k} {v[k]}" for k in sorted(v)),
              f"host {r0.hostname}: {host_label(r0.host)} (its model name: {r0.cpu_model}); GPU "
              f"{r0.gpu_model or 'none'}; {r0.platform}",
@@ -41,9 +42,10 @@ def provenance(results: list[Result], processes: list[Result]) -> list[str]:
                 bullets(f"{k}: {r0.params[k]}" for k in COMPARABLE if k in r0.params)]
 
 
-def code_state(results: list[Result]) -> str:
+def code_state(results: list[Result], measured_code: frozenset[str] = frozenset()) -> str:
     """The commits the results came from and, over every result (not only the first), whether
-    the tree was clean: one dirty result makes the line say which files and which variants."""
+    the tree was clean: one dirty result makes the line say which files and which variants, and,
+    given `measured_code` (repo paths), which of those files the measured processes run."""
     commits = sorted({r.git_commit or "unknown" for r in results})
     head = f"git commit {commits[0]}" if len(commits) == 1 else f"git commits {', '.join(commits)} (MIXED)"
     dirty = [r for r in results if r.git_dirty]
@@ -51,8 +53,13 @@ def code_state(results: list[Result]) -> str:
         unknown = any(r.git_dirty is None for r in results)
         return f"{head} ({'tree state unknown' if unknown else 'clean tree'} for all {len(results)} results)"
     files = sorted({f for r in dirty for f in (r.git_changed or [])})
-    return (f"{head}; {len(dirty)} of {len(results)} results ran with uncommitted changes "
-            f"({', '.join(files) or 'files not recorded'}): {', '.join(r.variant for r in dirty)}")
+    out = (f"{head}; {len(dirty)} of {len(results)} results ran with uncommitted changes "
+           f"({', '.join(files) or 'files not recorded'}): {', '.join(r.variant for r in dirty)}")
+    if measured_code and files:
+        ran = [f for f in files if f in measured_code]
+        out += ("; none of those files is code the measured processes run" if not ran else
+                f"; of those, the measured processes run {', '.join(ran)}")
+    return out
 
 
 def speed_line(processes: list[Result]) -> str:
