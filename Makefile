@@ -168,18 +168,18 @@ test-all: $(STAMP)
 .PHONY: gpu-check
 ## gpu-check: the blog's settings on one GPU (1 GPU + 4 logical GPUs, fit/custom, mixed precision) in <= 8 min -> reports/reference/gpu-<model>/ (needs make venv GPU=1); GPU_CHECK_ARGS=--hypotheses on 4 GPUs: input-bound vs dispatch-bound
 gpu-check: $(STAMP)
-	$(PY) benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+	$(PY) -m benchmarks.gpu_check $(GPU_CHECK_ARGS)
 
 .PHONY: bench
 ## bench: vs the blog's own code, the input ceiling, overheads, make reproduce in a clone -> reports/bench.md (40-50 min on 2 cores; BENCH_ARGS=--no-reproduce)
 bench: $(STAMP)
-	$(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
 
 .PHONY: bench-ksteps
 ## bench-ksteps: k steps per graph call against its committed prediction, and ours against the blog's code at >= 15 steps per epoch, in interleaved rounds -> reports/ksteps.md (an hour or more on 2 cores: tracing grows with k; KSTEPS_ARGS="--k 1 5 --rounds 4")
 bench-ksteps: $(STAMP)
 	$(DVC) repro host fetch
-	$(PY) benchmarks/ksteps.py --measure $(KSTEPS_ARGS)
+	$(PY) -m benchmarks.ksteps --measure $(KSTEPS_ARGS)
 
 # Sharing: results/ (rounds, terms), reports/metrics.json and reports/plots/ travel with git (and `dvc exp push`);
 # the data, the report and its figures are in DVC's cache and travel with `dvc push` / `dvc pull`.

@@ -1,6 +1,6 @@
 """`make gpu-check`: the blog's settings on one GPU, prepared for a user's GPU host.
 
-    .venv/bin/python benchmarks/gpu_check.py [--images 1280] [--deadline 480] [--out DIR]
+    .venv/bin/python -m benchmarks.gpu_check [--images 1280] [--deadline 480] [--out DIR]
 
 Needs one NVIDIA GPU and the GPU lock (`make venv GPU=1`).  Without a GPU it refuses at once, in
 one line, before TensorFlow is imported.  With one, in a scratch directory: the stand-in at the
@@ -16,7 +16,7 @@ then the report.  Everything lands in reports/reference/gpu-<model>/ (results, r
 command.json with the exact command, the params and the wall time).  The whole check has a
 deadline (default 8 min, TensorFlow start-up included): past it every run is killed.
 
-    .venv/bin/python benchmarks/gpu_check.py --hypotheses [--rounds 2] [--images 3670] [--deadline 3600]
+    .venv/bin/python -m benchmarks.gpu_check --hypotheses [--rounds 2] [--images 3670] [--deadline 3600]
 
 separates the report's two hypotheses for the blog's 4-GPU times (input-bound against
 dispatch-bound) on a host with 4 GPUs: the blog's two 4-GPU runs (fit, and the custom loop with its
@@ -39,11 +39,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+from flowerbench.deadline import Deadline, DeadlineExceeded, wait
+from flowerbench.host import visible_gpus  # (imports no TensorFlow)
 
-from flowerbench.deadline import Deadline, DeadlineExceeded, wait  # noqa: E402
-from flowerbench.host import visible_gpus  # noqa: E402  (imports no TensorFlow)
+REPO = Path(__file__).resolve().parents[1]
 
 PY = sys.executable
 RUNS = {"single_fit": ("fit", 1, False), "logical4_fit": ("fit", 4, False),

@@ -1,6 +1,6 @@
 """The input pipeline alone at the blog's 224 px: images/s per core, the blog's pipeline vs ours.
 
-    .venv/bin/python benchmarks/input_pipeline.py [--images 512] [--px 320] [--out FILE]
+    .venv/bin/python -m benchmarks.input_pipeline [--images 512] [--px 320] [--out FILE]
 
 Stand-in JPEGs at the real photos' typical size (`--px`, default 320 px a side: the real ones are
 a few hundred pixels a side, tens of KB) are decoded, resized to 224 px and batched by 64, with no
@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
 
 
 def blog_pipeline(files: list[str], labels: list[int], px: int, batch: int, seed: int):

@@ -1,7 +1,7 @@
 """The k-steps-per-call what-if: predicted before it was built (issue 35; Daydream's order), then measured.
 
-    .venv/bin/python benchmarks/ksteps.py [--images 960] [--k 1 3 5 15] [--out predictions/ksteps.json]
-    .venv/bin/python benchmarks/ksteps.py --measure [--rounds 3] [--images 960] [--k 1 3 5 15]   (make bench-ksteps)
+    .venv/bin/python -m benchmarks.ksteps [--images 960] [--k 1 3 5 15] [--out predictions/ksteps.json]
+    .venv/bin/python -m benchmarks.ksteps --measure [--rounds 3] [--images 960] [--k 1 3 5 15]   (make bench-ksteps)
 
 Predict.  The custom loop calls one tf.function per step; at N replicas each call pays the dispatch
 term (terms: N replicas' step driven from one process, beyond contention x the step alone + the
@@ -36,15 +36,13 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+from flowerbench import heldout, paths, predict, provenance, render, rounds, stats
+from flowerbench.config import load_params
+from flowerbench.dataset import steps_per_epoch
+from flowerbench.io import atomic_write, write_json
+from flowerbench.validate import reference_rows
 
-from flowerbench import heldout, paths, predict, provenance, render, rounds, stats  # noqa: E402
-from flowerbench.config import load_params  # noqa: E402
-from flowerbench.dataset import steps_per_epoch  # noqa: E402
-from flowerbench.io import atomic_write, write_json  # noqa: E402
-from flowerbench.validate import reference_rows  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PREDICTION = Path("predictions") / "ksteps.json"
 TARGET = 0.90   # ours / the blog's code's seconds, on the whole 95 % interval
@@ -200,7 +198,7 @@ def measure(a) -> int:
 
     import yaml
 
-    import run as bench
+    from benchmarks import run as bench
     from flowerbench import host
     from flowerbench.hostlock import measuring
 

@@ -1,6 +1,6 @@
 """`make bench`: this project against the blog's own code and against the input-pipeline ceiling.
 
-    .venv/bin/python benchmarks/run.py [--rounds 3] [--images 192] [--image-size 32] [--epochs 2]
+    .venv/bin/python -m benchmarks.run [--rounds 3] [--images 192] [--image-size 32] [--epochs 2]
                                        [--no-scaling] [--no-reproduce] [--keep-reproduce DIR]
 
 Every measurement is its own process, interleaved A B A B ... over `--rounds` rounds; the table
@@ -41,19 +41,17 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
-sys.path.insert(0, str(REPO / "benchmarks"))
+from flowerbench import budget, host, paths, provenance, render, results, runtime
+from flowerbench.budget import CoreBudget
+from flowerbench.config import load_params
+from flowerbench.dataset import list_images
+from flowerbench.deadline import Deadline, DeadlineExceeded, guarded
+from flowerbench.host import cpu_model, usable_cores as cpu_count
+from flowerbench.io import atomic_write, write_json
+from flowerbench.lockfile import pending_stages
+from flowerbench.stats import paired
 
-from flowerbench import budget, host, paths, provenance, render, results, runtime  # noqa: E402
-from flowerbench.budget import CoreBudget  # noqa: E402
-from flowerbench.config import load_params  # noqa: E402
-from flowerbench.dataset import list_images  # noqa: E402
-from flowerbench.deadline import Deadline, DeadlineExceeded, guarded  # noqa: E402
-from flowerbench.host import cpu_model, usable_cores as cpu_count  # noqa: E402
-from flowerbench.io import atomic_write, write_json  # noqa: E402
-from flowerbench.lockfile import pending_stages  # noqa: E402
-from flowerbench.stats import paired  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 PY = sys.executable
 # make reproduce in a fresh clone: the rounds train for <= 15 min (docs/params.md); fetch, host, the
@@ -203,7 +201,7 @@ def machine_ceiling(work: Path, cores: CoreBudget, small: bool = False) -> dict:
 def closeness(ceiling: dict, img_s: dict[int, float]) -> dict:
     """Single-replica ResNet50 img/s at each image size as a fraction of what the host's best
     measured GFLOP/s would allow (ceiling.images_per_second_ceiling)."""
-    from ceiling import images_per_second_ceiling
+    from benchmarks.ceiling import images_per_second_ceiling
 
     peak = max(ceiling["matmul_gflops"], ceiling["conv3x3_gflops"])
     return {str(px): {"images_per_second": v, "ceiling_images_per_second": images_per_second_ceiling(peak, px),
@@ -302,7 +300,7 @@ def summary(xs: list[float]) -> dict:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "n": len(xs)}
 
 
-def main() -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--images", type=int, default=192)
@@ -315,162 +313,195 @@ def main() -> int:
     ap.add_argument("--keep-reproduce", type=Path, metavar="DIR",
                     help="copy the clone's dvc.lock, results/ and report to DIR (a clean-tree reference run), "
                          "with reproduce.json (seconds in all and per stage)")
-    a = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def measure(a: argparse.Namespace, tmp: Path) -> dict:
+    """Every process of the bench, in its rounds: the raw records and what describes the run (no
+    analysis).  -> {"runs": name -> [record per round], "ceiling", "repro", "noop", "n_auto", "git",
+    "t_start"}"""
     keep = a.keep_reproduce.resolve() if a.keep_reproduce else None  # relative to where make ran
+    # First, so that a failure there costs no measured runs.
+    t_start, git = time.perf_counter(), provenance.git_state()  # the code that runs, not what HEAD is later
+    repro = None if a.no_reproduce else reproduce_in_clone(tmp, keep=keep)
+    work = make_workdir(tmp, a.images, a.image_size, a.batch, a.epochs)
+    runs: dict[str, list[dict]] = {}
+    n_auto = auto_replicas()  # (not `n`: the scaling section below loops over its own)
+    # ours and the blog's code at the same budgets, 1 x c and N x c cores (same_budget)
+    plan = [("blog_fit", lambda: blog(work, "fit", 1, a.image_size, a.batch, a.epochs)),
+            ("ours_fit", lambda: ours(work, "single_fit")),
+            ("blog_custom", lambda: blog(work, "custom", 1, a.image_size, a.batch, a.epochs)),
+            ("ours_custom", lambda: ours(work, "single_custom")),
+            ("blog_fit_N", lambda: blog(work, "fit", n_auto, a.image_size, a.batch, a.epochs)),
+            ("ours_fit_N", lambda: ours(work, "rn_fit")),
+            ("blog_custom_N", lambda: blog(work, "custom", n_auto, a.image_size, a.batch, a.epochs)),
+            ("ours_custom_N", lambda: ours(work, "rn_custom")),
+            ("ours_custom_step", lambda: ours(work, "single_custom", "params-step.yaml")),
+            ("ours_fit_tensors", lambda: ours(work, "single_fit", "params-tensors.yaml"))]
+    for rnd in range(a.rounds):
+        for name, fn in plan:
+            r = fn()
+            runs.setdefault(name, []).append(r)
+            print(f"[bench] round {rnd + 1}/{a.rounds} {name}: timed {r['timed_seconds']:.2f}s "
+                  f"(wall {r['wall_seconds']:.1f}s, {r['rss_mib']} MiB)", file=sys.stderr, flush=True)
+    ceiling = machine_ceiling(work, same_budget(1))  # the budget of the single-replica runs it is set beside
+    print(f"[bench] ceiling: matmul {ceiling['matmul_gflops']:.0f}, conv 3x3 {ceiling['conv3x3_gflops']:.0f} "
+          "GFLOP/s", file=sys.stderr, flush=True)
+    extra = [("ours_fit_64px", "single_fit", "params-px64.yaml"),
+             ("ours_fit_steptimed", "single_fit", "params-steptimed.yaml"),
+             ("ours_custom_steptimed", "single_custom", "params-steptimed.yaml")]
+    if not a.no_scaling:
+        extra += [("r2_policy", "r2_fit", "params.yaml"), ("r2_tfdefault", "r2_fit", "params-tfdefault.yaml"),
+                  ("r4_policy", "r4_fit", "params.yaml"), ("r4_tfdefault", "r4_fit", "params-tfdefault.yaml")]
+    for name, variant, params in extra:
+        r = ours(work, variant, params)
+        runs[name] = [r]
+        print(f"[bench] {name}: {r['images_per_second']:.1f} img/s, harness ratio {r['harness_ratio']}",
+              file=sys.stderr, flush=True)
+    noop = repro["noop_repro_seconds"] if repro else noop_repro_seconds()
+    return {"runs": runs, "ceiling": ceiling, "repro": repro, "noop": noop, "n_auto": n_auto, "git": git,
+            "t_start": t_start}
+
+
+def analyse(raw: dict, a: argparse.Namespace) -> dict:
+    """The bench's numbers from its raw records (measure): each ratio against its target by the one
+    rule (the whole 95 % interval of a paired ratio), the peers at the same budget, scaling, the
+    machine's ceiling; what bench.json holds."""
+    runs, ceiling, repro, noop, n_auto = (raw[k] for k in ("runs", "ceiling", "repro", "noop", "n_auto"))
+    med = {k: summary([r["timed_seconds"] for r in v]) for k, v in runs.items()}
+    call = {k: summary([r["call_seconds"] for r in v]) for k, v in runs.items()}
+    rows = []
+
+    def row(name, value, target, **detail):
+        rows.append({"measure": name, "value": value, "target": target, "meets": value <= target, **detail})
+
+    def ratio(name, num, den, target, key="timed_seconds"):
+        """A paired ratio inside each round (stats.paired); it meets its target only when the whole
+        95 % interval does (the one rule), never on a point estimate."""
+        est = paired([r[key] for r in runs[num]], [r[key] for r in runs[den]])
+        rows.append({"measure": name, "value": est.point, "low": est.low, "high": est.high,
+                     "target": target, "meets": est.high is not None and est.high <= target,
+                     "numerator": med[num], "denominator": med[den]})
+
+    ratio("ours/blog seconds, fit", "ours_fit", "blog_fit", 0.90, "call_seconds")
+    ratio("ours/blog seconds, custom loop (custom_graph=epoch, as the blog)", "ours_custom", "blog_custom",
+          0.90, "call_seconds")
+    ratio("ours/blog seconds, custom loop (custom_graph=step)", "ours_custom_step", "blog_custom", 0.90,
+          "call_seconds")
+    ratio(f"ours/blog seconds at {n_auto} replicas (same cores and threads), fit", "ours_fit_N", "blog_fit_N",
+          1.0, "call_seconds")
+    ratio(f"ours/blog seconds at {n_auto} replicas (same cores and threads), custom loop", "ours_custom_N",
+          "blog_custom_N", 1.0, "call_seconds")
+    peers = same_budget_rows(runs, n_auto)
+    ratio("real/tensors epoch time (input ceiling)", "ours_fit", "ours_fit_tensors", 1.05)
+    for name, label in (("ours_fit_steptimed", "fit"), ("ours_custom_steptimed", "custom loop, step")):
+        row(f"harness: timed / sum of step seconds, {label}", runs[name][0]["harness_ratio"], 1.02)
+    fixed = statistics.median(r["wall_seconds"] - r["timed_seconds"] - r["warmup_seconds"] for r in runs["ours_fit"])
+    if noop is None:
+        print("[bench] the pipeline is not up to date: run `make reproduce` first to measure a no-op "
+              "`dvc repro`; skipped", file=sys.stderr)
+    else:
+        row("no-op dvc repro seconds", noop, 3.0)
+    if repro:
+        row("make reproduce seconds (default params, fresh clone, venv exists)", repro["seconds"],
+            REPRODUCE_TARGET_S, commit=repro["commit"])
+    scaling = {}
+    one = statistics.median(r["images_per_second"] for r in runs["ours_fit"])
+    scaling["1"] = {"per_replica": one}
+    for n in (2, 4):
+        if f"r{n}_policy" in runs:
+            scaling[str(n)] = {"per_replica": runs[f"r{n}_policy"][0]["images_per_second"],
+                               "tf_default": runs[f"r{n}_tfdefault"][0]["images_per_second"]}
+    close = closeness(ceiling, {a.image_size: one, 64: runs["ours_fit_64px"][0]["images_per_second"]})
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}
+    return {"settings": settings, "cpu_model": cpu_model(), "cpu_count": cpu_count(), "host": host.describe(),
+            "versions": provenance.versions(), **raw["git"], "date": provenance.now(),
+            "ratios": rows, "timed_seconds": med, "call_seconds": call, "fixed_cost_seconds_per_stage": fixed,
+            "warmup_seconds_median": {k: statistics.median(r.get("warmup_seconds", 0) for r in v)
+                                      for k, v in runs.items() if k.startswith("ours")},
+            "peak_rss_mib": {k: max(r["rss_mib"] for r in v) for k, v in runs.items()},
+            "scaling_images_per_second": scaling, "machine_ceiling": ceiling, "closeness": close,
+            "reproduce": repro, "runs": runs, "run_order": list(runs), "same_budget": peers, "n_auto": n_auto,
+            "bench_seconds": time.perf_counter() - raw["t_start"]}
+
+
+def render_md(out: dict) -> str:
+    """bench.md from bench.json's numbers (analyse): nothing measured or computed here."""
+    s, rows, ceiling, peers = out["settings"], out["ratios"], out["machine_ceiling"], out["same_budget"]
+    n_auto, med, call, scaling, close, repro = (out[k] for k in ("n_auto", "timed_seconds", "call_seconds",
+                                                                  "scaling_images_per_second", "closeness",
+                                                                  "reproduce"))
+    mm = lambda d: f"{d['median']:.2f} [{d['min']:.2f}, {d['max']:.2f}]"  # noqa: E731
+    md = [f"# flowerbench benchmark ({out['date']})",
+          f"Host: {host.label(out['host'])} (model name {out['cpu_model']}), {out['cpu_count']} cores, no GPU "
+          f"(CPU run). ResNet50, {s['images']} images, "
+          f"{s['image_size']} px, batch {s['batch']}, 1 warm-up + {s['epochs']} timed epochs, {s['rounds']} "
+          f"interleaved rounds (median [min, max]). Commit {(out['git_commit'] or 'unknown')[:12]}"
+          f"{' (dirty tree)' if out.get('git_dirty') else ''}.",
+          render.table(["measure", "value [95% CI over rounds]", "target", "meets (whole interval)"],
+                       [[r["measure"], f"{r['value']:.3f}" + ("" if r.get("low") is None else
+                                                              f" [{r['low']:.3f}, {r['high']:.3f}]"),
+                         f"<= {r['target']}", "yes" if r["meets"] else "NO"] for r in rows]),
+          "A ratio meets its target only when its whole 95 % interval (paired ratios inside each round, "
+          "stats.paired) lies at or below it; a point estimate alone never does.",
+          f"Ours against the blog's code (benchmarks/blog_port.py) at the same core budget: 1 x c and {n_auto} x c "
+          "cores, the blog's process pinned to our run's cores with our thread pools (intra-op c, inter-op "
+          "replicas). img/s over the whole timed call (the blog's window), mean [95 % interval] over the "
+          "rounds; efficiency = img/s at N / img/s at 1 / N, paired inside each round. Which code is faster "
+          "at a budget is read from the ours/blog rows above (their intervals), not from this table; "
+          "efficiency is reported, not targeted (a faster baseline lowers it).",
+          render.table(["loop", "code", "1 x c img/s", f"{n_auto} x c img/s", "efficiency [95% CI]", "budget at N"],
+                       [[r["loop"], r["code"], iv_cell(r["img_s_1"]), iv_cell(r["img_s_n"]),
+                         f"{r['efficiency']:.2f} [{fmt_or(r['efficiency_low'])}, {fmt_or(r['efficiency_high'])}]"
+                         + (" (PATHOLOGICAL BASELINE: the whole-epoch graph on one replica)"
+                            if r["pathological_baseline"] else ""),
+                         f"{r['budget_n']['budget_kind']} {r['budget_n']['budget_affinity']}, intra "
+                         f"{r['budget_n']['intra_op_threads']} / inter {r['budget_n']['inter_op_threads']}"]
+                        for r in peers]),
+          "Timed epochs: our timed seconds (sum of the timed epochs).  Whole call: the blog's "
+          "time.time() window around the timed fit() call or epoch loop, which the ours/blog rows use.",
+          render.table(["run", "timed epochs s median [min, max]", "whole call s median [min, max]",
+                        "peak RSS MiB"], [[k, mm(med[k]), mm(call[k]), out["peak_rss_mib"][k]]
+                                          for k in out.get("run_order", med)]),
+          f"Fixed cost per stage (process wall - warm-up - timed, median of ours_fit): "
+          f"{out['fixed_cost_seconds_per_stage']:.1f} s "
+          "(Python + TensorFlow import, device set-up, dataset and model build, result writing).",
+          f"Scaling on this host (fit, images/s): replicas up to the {out['cpu_count']} usable cores each own "
+          f"theirs (core-matched, the per_replica policy); more replicas than cores share them "
+          f"(oversubscribed), where no speed-up is possible and the thread policy decides the overhead:",
+          render.table(["replicas", "per_replica policy", "tf_default"],
+                       [[n, f"{x['per_replica']:.1f}", f"{x['tf_default']:.1f}" if "tf_default" in x else
+                         "(same run: the policy leaves 1 replica at the defaults)"] for n, x in scaling.items()]),
+          f"How close to the machine: the float32 GFLOP/s of the single-replica runs' own budget "
+          f"({ceiling['budget']['budget_kind']}, cores {ceiling['budget']['budget_affinity']}, intra "
+          f"{ceiling['budget']['intra_op_threads']} threads), measured in this run with oneDNN on "
+          f"(matmul {ceiling['matmul_gflops']:.0f}, 3x3 conv {ceiling['conv3x3_gflops']:.0f}), against "
+          "single-replica ResNet50 fit() on that budget (24.6 GFLOP per trained 224 px image, scaled by "
+          "pixel area):",
+          render.table(["image size", "img/s", "ceiling img/s", "fraction of ceiling"],
+                       [[f"{px} px", f"{c['images_per_second']:.1f}", f"{c['ceiling_images_per_second']:.0f}",
+                         f"{c['fraction_of_ceiling']:.2f}"] for px, c in close.items()])]
+    if repro:
+        md += [f"`make reproduce` in a fresh clone of {repro['commit'][:12]}: {repro['seconds']:.0f} s; "
+               "seconds per DVC stage:",
+               render.table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in repro["stage_seconds"].items()])]
+    return "\n\n".join(md) + "\n"
+
+
+def main(argv=None) -> int:
+    """measure, then analyse, then render: bench.json and bench.md under reports/."""
+    a = parse_args(argv)
     os.chdir(REPO)
     if not paths.MANIFEST.exists():
         print("bench: no data yet; running `python -m flowerbench fetch` first", file=sys.stderr)
         subprocess.run([PY, "-m", "flowerbench", "fetch"], check=True)
     tmp = Path(tempfile.mkdtemp(prefix="flowerbench-bench-"))
     try:
-        # First, so that a failure there costs no measured runs.
-        t_start, git = time.perf_counter(), provenance.git_state()  # the code that runs, not what HEAD is later
-        repro = None if a.no_reproduce else reproduce_in_clone(tmp, keep=keep)
-        work = make_workdir(tmp, a.images, a.image_size, a.batch, a.epochs)
-        runs: dict[str, list[dict]] = {}
-        n_auto = auto_replicas()  # (not `n`: the scaling section below loops over its own)
-        # ours and the blog's code at the same budgets, 1 x c and N x c cores (same_budget)
-        plan = [("blog_fit", lambda: blog(work, "fit", 1, a.image_size, a.batch, a.epochs)),
-                ("ours_fit", lambda: ours(work, "single_fit")),
-                ("blog_custom", lambda: blog(work, "custom", 1, a.image_size, a.batch, a.epochs)),
-                ("ours_custom", lambda: ours(work, "single_custom")),
-                ("blog_fit_N", lambda: blog(work, "fit", n_auto, a.image_size, a.batch, a.epochs)),
-                ("ours_fit_N", lambda: ours(work, "rn_fit")),
-                ("blog_custom_N", lambda: blog(work, "custom", n_auto, a.image_size, a.batch, a.epochs)),
-                ("ours_custom_N", lambda: ours(work, "rn_custom")),
-                ("ours_custom_step", lambda: ours(work, "single_custom", "params-step.yaml")),
-                ("ours_fit_tensors", lambda: ours(work, "single_fit", "params-tensors.yaml"))]
-        for rnd in range(a.rounds):
-            for name, fn in plan:
-                r = fn()
-                runs.setdefault(name, []).append(r)
-                print(f"[bench] round {rnd + 1}/{a.rounds} {name}: timed {r['timed_seconds']:.2f}s "
-                      f"(wall {r['wall_seconds']:.1f}s, {r['rss_mib']} MiB)", file=sys.stderr, flush=True)
-        ceiling = machine_ceiling(work, same_budget(1))  # the budget of the single-replica runs it is set beside
-        print(f"[bench] ceiling: matmul {ceiling['matmul_gflops']:.0f}, conv 3x3 {ceiling['conv3x3_gflops']:.0f} "
-              "GFLOP/s", file=sys.stderr, flush=True)
-        extra = [("ours_fit_64px", "single_fit", "params-px64.yaml"),
-                 ("ours_fit_steptimed", "single_fit", "params-steptimed.yaml"),
-                 ("ours_custom_steptimed", "single_custom", "params-steptimed.yaml")]
-        if not a.no_scaling:
-            extra += [("r2_policy", "r2_fit", "params.yaml"), ("r2_tfdefault", "r2_fit", "params-tfdefault.yaml"),
-                      ("r4_policy", "r4_fit", "params.yaml"), ("r4_tfdefault", "r4_fit", "params-tfdefault.yaml")]
-        for name, variant, params in extra:
-            r = ours(work, variant, params)
-            runs[name] = [r]
-            print(f"[bench] {name}: {r['images_per_second']:.1f} img/s, harness ratio {r['harness_ratio']}",
-                  file=sys.stderr, flush=True)
-        noop = repro["noop_repro_seconds"] if repro else noop_repro_seconds()
-        med = {k: summary([r["timed_seconds"] for r in v]) for k, v in runs.items()}
-        call = {k: summary([r["call_seconds"] for r in v]) for k, v in runs.items()}
-        rows = []
-
-        def row(name, value, target, **detail):
-            rows.append({"measure": name, "value": value, "target": target, "meets": value <= target, **detail})
-
-        def ratio(name, num, den, target, key="timed_seconds"):
-            """A paired ratio inside each round (stats.paired); it meets its target only when the whole
-            95 % interval does (the one rule), never on a point estimate."""
-            est = paired([r[key] for r in runs[num]], [r[key] for r in runs[den]])
-            rows.append({"measure": name, "value": est.point, "low": est.low, "high": est.high,
-                         "target": target, "meets": est.high is not None and est.high <= target,
-                         "numerator": med[num], "denominator": med[den]})
-
-        ratio("ours/blog seconds, fit", "ours_fit", "blog_fit", 0.90, "call_seconds")
-        ratio("ours/blog seconds, custom loop (custom_graph=epoch, as the blog)", "ours_custom", "blog_custom",
-              0.90, "call_seconds")
-        ratio("ours/blog seconds, custom loop (custom_graph=step)", "ours_custom_step", "blog_custom", 0.90,
-              "call_seconds")
-        ratio(f"ours/blog seconds at {n_auto} replicas (same cores and threads), fit", "ours_fit_N", "blog_fit_N",
-              1.0, "call_seconds")
-        ratio(f"ours/blog seconds at {n_auto} replicas (same cores and threads), custom loop", "ours_custom_N",
-              "blog_custom_N", 1.0, "call_seconds")
-        peers = same_budget_rows(runs, n_auto)
-        ratio("real/tensors epoch time (input ceiling)", "ours_fit", "ours_fit_tensors", 1.05)
-        for name, label in (("ours_fit_steptimed", "fit"), ("ours_custom_steptimed", "custom loop, step")):
-            row(f"harness: timed / sum of step seconds, {label}", runs[name][0]["harness_ratio"], 1.02)
-        fixed = statistics.median(r["wall_seconds"] - r["timed_seconds"] - r["warmup_seconds"] for r in runs["ours_fit"])
-        if noop is None:
-            print("[bench] the pipeline is not up to date: run `make reproduce` first to measure a no-op "
-                  "`dvc repro`; skipped", file=sys.stderr)
-        else:
-            row("no-op dvc repro seconds", noop, 3.0)
-        if repro:
-            row("make reproduce seconds (default params, fresh clone, venv exists)", repro["seconds"],
-                REPRODUCE_TARGET_S, commit=repro["commit"])
-        scaling = {}
-        one = statistics.median(r["images_per_second"] for r in runs["ours_fit"])
-        scaling["1"] = {"per_replica": one}
-        for n in (2, 4):
-            if f"r{n}_policy" in runs:
-                scaling[str(n)] = {"per_replica": runs[f"r{n}_policy"][0]["images_per_second"],
-                                   "tf_default": runs[f"r{n}_tfdefault"][0]["images_per_second"]}
-        close = closeness(ceiling, {a.image_size: one, 64: runs["ours_fit_64px"][0]["images_per_second"]})
-        settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}
-        out = {"settings": settings, "cpu_model": cpu_model(), "cpu_count": cpu_count(),
-               "versions": provenance.versions(), **git, "date": provenance.now(),
-               "ratios": rows, "timed_seconds": med, "call_seconds": call, "fixed_cost_seconds_per_stage": fixed,
-               "warmup_seconds_median": {k: statistics.median(r.get("warmup_seconds", 0) for r in v)
-                                         for k, v in runs.items() if k.startswith("ours")},
-               "peak_rss_mib": {k: max(r["rss_mib"] for r in v) for k, v in runs.items()},
-               "scaling_images_per_second": scaling, "machine_ceiling": ceiling, "closeness": close,
-               "reproduce": repro, "runs": runs, "same_budget": peers,
-               "bench_seconds": time.perf_counter() - t_start}
+        out = analyse(measure(a, tmp), a)
         write_json(REPO / paths.BENCH_JSON, out)
-        mm = lambda d: f"{d['median']:.2f} [{d['min']:.2f}, {d['max']:.2f}]"  # noqa: E731
-        md = [f"# flowerbench benchmark ({provenance.now()})",
-              f"Host: {cpu_model()}, {cpu_count()} cores, no GPU (CPU run). ResNet50, {a.images} images, "
-              f"{a.image_size} px, batch {a.batch}, 1 warm-up + {a.epochs} timed epochs, {a.rounds} interleaved "
-              f"rounds (median [min, max]). Commit {(out['git_commit'] or 'unknown')[:12]}"
-              f"{' (dirty tree)' if out.get('git_dirty') else ''}.",
-              render.table(["measure", "value [95% CI over rounds]", "target", "meets (whole interval)"],
-                           [[r["measure"], f"{r['value']:.3f}" + ("" if r.get("low") is None else
-                                                                  f" [{r['low']:.3f}, {r['high']:.3f}]"),
-                             f"<= {r['target']}", "yes" if r["meets"] else "NO"] for r in rows]),
-              "A ratio meets its target only when its whole 95 % interval (paired ratios inside each round, "
-              "stats.paired) lies at or below it; a point estimate alone never does.",
-              f"Ours against the blog's code (benchmarks/blog_port.py) at the same core budget: 1 x c and {n_auto} x c "
-              "cores, the blog's process pinned to our run's cores with our thread pools (intra-op c, inter-op "
-              "replicas). img/s over the whole timed call (the blog's window), mean [95 % interval] over the "
-              "rounds; efficiency = img/s at N / img/s at 1 / N, paired inside each round. Which code is faster "
-              "at a budget is read from the ours/blog rows above (their intervals), not from this table; "
-              "efficiency is reported, not targeted (a faster baseline lowers it).",
-              render.table(["loop", "code", "1 x c img/s", f"{n_auto} x c img/s", "efficiency [95% CI]", "budget at N"],
-                           [[r["loop"], r["code"], iv_cell(r["img_s_1"]), iv_cell(r["img_s_n"]),
-                             f"{r['efficiency']:.2f} [{fmt_or(r['efficiency_low'])}, {fmt_or(r['efficiency_high'])}]"
-                             + (" (PATHOLOGICAL BASELINE: the whole-epoch graph on one replica)"
-                                if r["pathological_baseline"] else ""),
-                             f"{r['budget_n']['budget_kind']} {r['budget_n']['budget_affinity']}, intra "
-                             f"{r['budget_n']['intra_op_threads']} / inter {r['budget_n']['inter_op_threads']}"]
-                            for r in peers]),
-              "Timed epochs: our timed seconds (sum of the timed epochs).  Whole call: the blog's "
-              "time.time() window around the timed fit() call or epoch loop, which the ours/blog rows use.",
-              render.table(["run", "timed epochs s median [min, max]", "whole call s median [min, max]",
-                            "peak RSS MiB"], [[k, mm(v), mm(call[k]), out["peak_rss_mib"][k]] for k, v in med.items()]),
-              f"Fixed cost per stage (process wall - warm-up - timed, median of ours_fit): {fixed:.1f} s "
-              "(Python + TensorFlow import, device set-up, dataset and model build, result writing).",
-              f"Scaling on this host (fit, images/s): replicas up to the {cpu_count()} usable cores each own "
-              f"theirs (core-matched, the per_replica policy); more replicas than cores share them "
-              f"(oversubscribed), where no speed-up is possible and the thread policy decides the overhead:",
-              render.table(["replicas", "per_replica policy", "tf_default"],
-                           [[n, f"{s['per_replica']:.1f}", f"{s['tf_default']:.1f}" if "tf_default" in s else
-                             "(same run: the policy leaves 1 replica at the defaults)"] for n, s in scaling.items()]),
-              f"How close to the machine: the float32 GFLOP/s of the single-replica runs' own budget "
-              f"({ceiling['budget']['budget_kind']}, cores {ceiling['budget']['budget_affinity']}, intra "
-              f"{ceiling['budget']['intra_op_threads']} threads), measured in this run with oneDNN on "
-              f"(matmul {ceiling['matmul_gflops']:.0f}, 3x3 conv {ceiling['conv3x3_gflops']:.0f}), against "
-              "single-replica ResNet50 fit() on that budget (24.6 GFLOP per trained 224 px image, scaled by "
-              "pixel area):",
-              render.table(["image size", "img/s", "ceiling img/s", "fraction of ceiling"],
-                           [[f"{px} px", f"{c['images_per_second']:.1f}", f"{c['ceiling_images_per_second']:.0f}",
-                             f"{c['fraction_of_ceiling']:.2f}"] for px, c in close.items()])]
-        if repro:
-            md += [f"`make reproduce` in a fresh clone of {repro['commit'][:12]}: {repro['seconds']:.0f} s; "
-                   "seconds per DVC stage:",
-                   render.table(["stage", "seconds"], [[k, f"{v:.1f}"] for k, v in repro["stage_seconds"].items()])]
-        md = "\n\n".join(md).split("\n")
-        atomic_write(REPO / paths.BENCH_MD, "\n".join(md) + "\n")
-        print("\n".join(md))
+        md = render_md(out)
+        atomic_write(REPO / paths.BENCH_MD, md)
+        print(md, end="")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

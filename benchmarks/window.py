@@ -1,7 +1,7 @@
 """The blog's timing window vs ours: is a whole timed call (the blog's `time.time()` around
 `fit()` / the epoch loop) equal to the sum of its timed epochs, at every replica count?
 
-    .venv/bin/python benchmarks/window.py [--processes 5] [--replicas 1 2 4] [--images 256]
+    .venv/bin/python -m benchmarks.window [--processes 5] [--replicas 1 2 4] [--images 256]
                                           [--out reports/window.json]
 
 Each (loop, replicas) runs as `python -m flowerbench train` in `--processes` separate processes,
@@ -16,13 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from run import REPO, make_workdir, ours  # noqa: E402
-
-from flowerbench import provenance  # noqa: E402
-from flowerbench.host import cpu_model, usable_cores as cpu_count  # noqa: E402
-from flowerbench.io import write_json  # noqa: E402
+from benchmarks.run import REPO, make_workdir, ours
+from flowerbench import provenance
+from flowerbench.host import cpu_model, usable_cores as cpu_count
+from flowerbench.io import write_json
 
 TARGET = 1.05
 

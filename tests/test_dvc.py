@@ -103,8 +103,12 @@ def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
     assert {"fetch.py", "standin.py", "multiworker.py"}.isdisjoint(closure(PKG_DIR, ["train"]))
     # the rounds run train and launch as processes, never in their own: no TensorFlow code in-process
     assert {"train.py", "training.py", "multiworker.py", "devices.py"}.isdisjoint(closure(PKG_DIR, ["rounds"]))
-    # the report reads the rounds, it does not run them
+    # the report reads the rounds, it does not run them (it names the commands they run, to tell which
+    # uncommitted files a result ran with: the same as the stage's own list)
     assert "rounds.py" in closure(PKG_DIR, ["report"]) and "measure.py" not in closure(PKG_DIR, ["report"])
+    from flowerbench.report import MEASURED_COMMANDS
+
+    assert sorted(MEASURED_COMMANDS) == sorted(SPAWNED)
 
 
 def test_param_deps_are_narrow():

@@ -113,7 +113,7 @@ def test_the_ksteps_prediction_is_written_from_the_committed_terms_and_rounds(tm
     import sys
 
     out = tmp_path / "ksteps.json"
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "ksteps.py"), "--out", str(out)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.ksteps", "--out", str(out)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     p = json.loads(out.read_text())
@@ -125,12 +125,9 @@ def test_the_ksteps_prediction_is_written_from_the_committed_terms_and_rounds(tm
 
 
 def _ksteps_module():
-    import importlib.util
+    from benchmarks import ksteps
 
-    spec = importlib.util.spec_from_file_location("bench_ksteps", REPO / "benchmarks" / "ksteps.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return ksteps
 
 
 def test_the_ksteps_measurement_is_judged_against_the_prediction_and_the_blogs_code():

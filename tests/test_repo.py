@@ -204,7 +204,7 @@ def test_gpu_check_refuses_at_once_without_a_gpu(tmp_path):
 
     env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
     env["PATH"] = "/usr/bin:/bin"  # no nvidia-smi on this host, and none planted
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py")], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check"], capture_output=True, cwd=REPO,
                           text=True, timeout=60, env=env)
     assert proc.returncode == 2, proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
@@ -212,8 +212,7 @@ def test_gpu_check_refuses_at_once_without_a_gpu(tmp_path):
                      "CUDA_VISIBLE_DEVICES hides them); this check needs one GPU and `make venv GPU=1`. No GPU run "
                      "was made."]
     assert "tensorflow" not in proc.stderr.lower()  # refused before TensorFlow (0.2 s here)
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import gpu_check
+    from benchmarks import gpu_check
     from flowerbench.config import validate
 
     for mp in (False, True):

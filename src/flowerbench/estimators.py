@@ -64,7 +64,8 @@ def _cpu_mean(r: Result) -> Optional[float]:
 ESTIMATORS: dict[str, Callable[[Result], float]] = {
     "median_settled": _median_settled, "median": _median, "mean": _mean, "whole_call": _whole_call}
 WORDS = {"median_settled": "median settled epoch x epochs", "median": "median epoch x epochs",
-         "mean": "mean epoch x epochs (the sum of the timed epochs)", "whole_call": "the whole timed call (the blog's window)",
+         "mean": "mean epoch x epochs (the sum of the timed epochs)",
+         "whole_call": "the whole timed call (the blog's window)",
          "cpu": "the process's CPU time over its timed epochs"}
 
 # Chosen by `choose` on the five committed measurements of 2026-12-07 (17 rounds; docs/performance.md,

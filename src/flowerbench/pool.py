@@ -135,7 +135,8 @@ def sessions(rounds: Rounds) -> list[Rounds]:
     return out
 
 
-def committed(variants: list[str], root: Path = REFERENCE, extra: tuple[Path, ...] = (paths.ROUNDS,)) -> dict[str, Rounds]:
+def committed(variants: list[str], root: Path = REFERENCE,
+              extra: tuple[Path, ...] = (paths.ROUNDS,)) -> dict[str, Rounds]:
     """Every committed measurement session (sessions) under `root`'s reference folders and `extra`
     rounds folders, each once (a folder that repeats another's processes is skipped): name -> rounds."""
     folders = [(p.name, p / "results" / "rounds") for p in sorted(Path(root).iterdir())] if Path(root).is_dir() else []

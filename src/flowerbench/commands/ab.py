@@ -8,8 +8,9 @@ HELP = ("measure the rounds again (B) and test whether every paired ratio agrees
 FLAGS = {
     "--fresh": {"action": "store_true", "help": "measure A now too, then B (default: A = results/rounds)"},
     "--against": {"default": "results/rounds", "help": "A's rounds folder (default: results/rounds)"},
-    "--with": {"dest": "with_b", "metavar": "DIR", "help": "measure nothing: B = this rounds folder (two committed "
-                                                          "measurements compared, e.g. a reference and results/rounds)"},
+    "--with": {"dest": "with_b", "metavar": "DIR",
+               "help": "measure nothing: B = this rounds folder (two committed measurements compared, e.g. a "
+                       "reference and results/rounds)"},
     "--split": {"type": int, "metavar": "K", "help": "measure nothing: A = rounds 1..K of --against, B = the "
                                                     "rounds after them (added later with -S rounds.count=N)"},
 }

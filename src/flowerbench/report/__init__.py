@@ -153,13 +153,17 @@ def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dic
     return "\n\n".join(blocks) + "\n"
 
 
+# The commands the rounds stage runs (measure.SPAWNED, which the report does not import: it reads the
+# rounds, it does not run them; tests/test_dvc.py holds the two equal).
+MEASURED_COMMANDS = ("rounds", "train", "launch", "worker")
+
+
 def measured_code() -> frozenset[str]:
     """The repo paths of the flowerbench modules the measured processes run (the rounds stage's
     closure), to tell an uncommitted change they ran with from one they did not."""
     from ..closure import PACKAGE_DIR, closure
-    from ..measure import SPAWNED
 
-    return frozenset(f"src/flowerbench/{m}" for m in closure(PACKAGE_DIR, list(SPAWNED)))
+    return frozenset(f"src/flowerbench/{m}" for m in closure(PACKAGE_DIR, list(MEASURED_COMMANDS)))
 
 
 def consistency_warnings(rounds: Rounds, results: list[Result]) -> list[str]:

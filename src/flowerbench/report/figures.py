@@ -47,7 +47,7 @@ def figures(results: list[Result], metrics: dict, df, report: ReportParams, kind
              "vs_blog.png": vs_blog(metrics, audit, kind_label, dpi),
              "reduction.png": reduction(order, metrics, audit, base, dpi),
              "epoch_seconds.png": epoch_seconds(df, order, dpi),
-             "scaling.png": scaling(results, metrics, audit, base, kind_label, dpi),
+             OPENING_FIGURE: scaling(results, metrics, audit, base, kind_label, dpi),
              "model.png": model_vs_measured(list(predicted), kind_label, dpi),
              "heldout.png": model_vs_measured(list(heldout), kind_label, dpi, held_out=True)}
     return {name: fig for name, fig in drawn.items() if fig is not None}
