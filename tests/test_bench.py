@@ -1,6 +1,7 @@
 """The benchmark's peer: benchmarks/blog_port.py must stay a faithful port that still trains."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -253,3 +254,40 @@ def test_blog_port_quiet_autotune_diagnostic_turns_autotune_off_and_still_trains
         losses = line["epoch_loss"]
         assert line["replicas"] == 2 and len(losses) == 16
         assert min(losses[1:]) < 0.5 * losses[0], losses
+
+
+def test_the_interleave_schedule_is_balanced():
+    """Every pair releases each arm 4k times, 2k back to back and 2k interleaved; which design comes
+    first and which arm leads alternate over the pairs; in an interleaved phase no arm runs twice in a row."""
+    from benchmarks.interleave import schedule
+
+    for pair in range(4):
+        order = schedule(pair, 3)
+        for arm in "AB":
+            mine = [d for a, d in order if a == arm]
+            assert mine.count("b2b") == mine.count("il") == 6
+        il = [a for a, d in order if d == "il"]
+        assert all(x != y for x, y in zip(il[:3], il[1:4]))
+    assert schedule(0, 3)[0] == ("A", "b2b") and schedule(1, 3)[0] == ("B", "b2b")
+    assert schedule(2, 3)[0] == ("A", "il") and schedule(3, 3)[0] == ("B", "il")
+
+
+def test_held_processes_run_their_epochs_one_release_at_a_time(workdir):
+    """benchmarks.interleave end to end on the tiny model: two pairs of real held processes (1 and
+    2 replicas), every epoch released one at a time, each arm 4 x k epochs in the designed order, the
+    equivalence test's verdict over the pairs, the JSON and the table."""
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.interleave", "--pairs", "2", "--k", "2",
+                           "--out", "il.json"], cwd=workdir, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads((workdir / "il.json").read_text())
+    assert out["settings"]["pairs"] == 2 and len(out["pairs"]) == 2 and out["analysis"]["pairs"] == 2
+    for p in out["pairs"]:
+        for arm in "AB":
+            designs = [e["design"] for e in p["epochs"][arm]]
+            assert designs.count("b2b") == designs.count("il") == 4
+            assert [e["epoch"] for e in p["epochs"][arm]] == list(range(1, 9))   # epoch 0: the warm-up
+            assert all(e["seconds"] > 0 and e["cpu_seconds"] > 0 for e in p["epochs"][arm])
+    assert out["tost"]["verdict"] in ("equivalent", "different", "undetermined") and out["tost"]["band_pct"] == 5.0
+    md = (workdir / "il.md").read_text()
+    assert "B/A back to back" in md and f": {out['tost']['verdict']}**" in md
