@@ -1,7 +1,7 @@
 """Does a held, interleaved epoch measure what a back-to-back one does?  A within-process test of the
 measuring engine that issue 44 asks for, before any stage adopts it.
 
-    .venv/bin/python -m benchmarks.interleave [--pairs 14] [--k 3] [--out reports/interleave.json]
+    .venv/bin/python -m benchmarks.interleave [--pairs 14] [--k 3] [--out reports/interleave.json] [--more FILE]
     (in the repo, or in any folder holding data/ and a params file)
 
 Each pair is two processes of two arms, warmed up together and then held (blocked on a pipe before
@@ -210,10 +210,14 @@ def drive(a: argparse.Namespace) -> dict:
     if len(usable) < 2:
         raise SystemExit("interleave: arm B needs 2 usable cores")
     epochs = 4 * a.k                      # per process: 4 phases (2 of each design) x k
-    pairs = []
+    before = json.loads(Path(a.more).read_text()) if a.more else None
+    if before and before["settings"]["k"] != a.k:
+        raise SystemExit(f"interleave: --more {a.more} was measured with k = {before['settings']['k']}, not {a.k}")
+    pairs = list(before["pairs"]) if before else []
+    first = len(pairs)                    # more pairs continue the alternation where the file stopped
     t_start = time.monotonic()
     with measuring(f"benchmarks.interleave, {a.pairs} pairs"):
-        for i in range(a.pairs):
+        for i in range(first, first + a.pairs):
             core = usable[i % 2]
             procs = {"A": Held("A", [core], epochs, a.params), "B": Held("B", usable[:2], epochs, a.params)}
             try:
@@ -230,14 +234,20 @@ def drive(a: argparse.Namespace) -> dict:
             pairs.append({"pair": i, "core_A": core, "order": [f"{x}:{d}" for x, d in schedule(i, a.k)],
                           "epochs": {arm: p.epochs for arm, p in procs.items()}})
             done = time.monotonic() - t_start
-            print(f"[interleave] pair {i + 1}/{a.pairs}: d = {pair_logs(pairs[-1]['epochs'])['d']:+.4f} "
-                  f"({done / 60:.1f} min, about {done / (i + 1) * (a.pairs - i - 1) / 60:.0f} min left)",
+            n = i + 1 - first
+            print(f"[interleave] pair {i + 1}/{first + a.pairs}: d = {pair_logs(pairs[-1]['epochs'])['d']:+.4f} "
+                  f"({done / 60:.1f} min, about {done / n * (a.pairs - n) / 60:.0f} min left)",
                   file=sys.stderr, flush=True)
     machine = host.describe()
     analysis = analyse(pairs)
+    if before and before["host"] != machine:
+        raise SystemExit(f"interleave: --more {a.more} was measured on another host identity; nothing pooled")
+    runs = [*(before.get("runs") or [{k: before[k] for k in ("date", "git_commit", "minutes")}] if before else []),
+            {"date": provenance.now(), "git_commit": provenance.git_state().get("git_commit"),
+             "minutes": (time.monotonic() - t_start) / 60, "pairs": [first, first + a.pairs]}]
     return {"date": provenance.now(), **provenance.git_state(), "host": machine, "host_label": host.label(machine),
-            "versions": provenance.versions(), "minutes": (time.monotonic() - t_start) / 60,
-            "settings": {"pairs": a.pairs, "k": a.k, "image_size": params.data.image_size,
+            "versions": provenance.versions(), "minutes": sum(r["minutes"] for r in runs), "runs": runs,
+            "settings": {"pairs": len(pairs), "k": a.k, "image_size": params.data.image_size,
                          "images": params.data.max_images, "batch_per_replica": params.train.batch_size_per_replica,
                          "band_pct": BAND_PCT},
             "tost": analysis["tost"], "analysis": analysis, "pairs": pairs}
@@ -248,6 +258,8 @@ def main(argv=None) -> int:
     ap.add_argument("--params", default="params.yaml")
     ap.add_argument("--pairs", type=int, default=14)
     ap.add_argument("--k", type=int, default=3, help="epochs per arm per phase")
+    ap.add_argument("--more", metavar="FILE", help="add --pairs pairs to those of an earlier run's JSON (same k and "
+                                                   "host identity); the analysis covers them all")
     ap.add_argument("--out", type=Path, default=Path("reports") / "interleave.json")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--replicas", type=int, help=argparse.SUPPRESS)

@@ -291,3 +291,14 @@ def test_held_processes_run_their_epochs_one_release_at_a_time(workdir):
     assert out["tost"]["verdict"] in ("equivalent", "different", "undetermined") and out["tost"]["band_pct"] == 5.0
     md = (workdir / "il.md").read_text()
     assert "B/A back to back" in md and f": {out['tost']['verdict']}**" in md
+    # --more: one pair added to those two, the alternation continued, the analysis over all three
+    more = subprocess.run([sys.executable, "-m", "benchmarks.interleave", "--pairs", "1", "--k", "2", "--more",
+                           "il.json", "--out", "il.json"], cwd=workdir, capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert more.returncode == 0, more.stderr[-2000:]
+    out = json.loads((workdir / "il.json").read_text())
+    assert [p["pair"] for p in out["pairs"]] == [0, 1, 2] and out["analysis"]["pairs"] == 3 and len(out["runs"]) == 2
+    refused = subprocess.run([sys.executable, "-m", "benchmarks.interleave", "--pairs", "1", "--k", "3", "--more",
+                              "il.json", "--out", "x.json"], cwd=workdir, capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert refused.returncode != 0 and "k = 2, not 3" in refused.stderr
