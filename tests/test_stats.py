@@ -102,15 +102,15 @@ def test_repetitions_per_level_follow_cost_and_variance():
     assert S.per_level(40.0, 2.0, 0.0, 0.01) == 1       # no lower variance: one is enough
 
 
-def test_a_b_agreement_is_bonferroni_corrected():
-    a = S.paired(SINGLE, MIRRORED)
-    same = S.paired([x * 1.01 for x in SINGLE], MIRRORED)
-    out = S.agree(a, same, compared=6)
-    assert out["agree"] is True and out["difference_pct"] == pytest.approx(1.0, abs=1e-6)
-    assert out["t"] > S.t975(out["df"])          # the corrected quantile is wider than the plain one
-    far = S.paired([x * 1.6 for x in SINGLE], MIRRORED)
-    assert S.agree(a, far, compared=6)["agree"] is False
-    assert S.agree(a, S.paired([10.0], [8.0]), compared=1)["agree"] is None   # one round: no verdict
+def test_welch_combines_two_independent_means():
+    """The difference's standard error is the root of the two variances' sum; its degrees of freedom
+    follow Welch-Satterthwaite: the sum of both when they are equal, near the smaller side's when one
+    side dominates, and the plain sum where neither varies."""
+    se, df = S.welch(0.01, 4, 0.01, 4)
+    assert se == pytest.approx(math.sqrt(0.02)) and df == pytest.approx(8)
+    se, df = S.welch(0.04, 2, 0.0001, 20)
+    assert se == pytest.approx(math.sqrt(0.0401)) and 2 < df < 2.1
+    assert S.welch(0.0, 3, 0.0, 5) == (0.0, 8)
 
 
 def neighbours(rows):

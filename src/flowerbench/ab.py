@@ -65,7 +65,8 @@ def compare(a: R.Rounds, b: R.Rounds, baseline: str, pool_a: Optional[P.Pool] = 
             pool_b: Optional[P.Pool] = None) -> dict:
     """Every distinct ratio of A and B, judged (module docstring).  `pool_a`, `pool_b`: each side's pool
     (pool.load); default: each run alone."""
-    names = [n for n in ratios(a, baseline) if n in ratios(b, baseline)]
+    in_a, in_b = ratios(a, baseline), ratios(b, baseline)
+    names = [n for n in in_a if n in in_b]
     one = P.same_kind(a, b)
     pool_a = pool_a or P.Pool([a], ["A"])
     pool_b = pool_b or P.Pool([b], ["B"])
@@ -73,7 +74,7 @@ def compare(a: R.Rounds, b: R.Rounds, baseline: str, pool_a: Optional[P.Pool] = 
     both = P.Pool([a, *[r for r, _ in refs], b], ["A", *[n for _, n in refs], "B"]) if one else None
     rows = []
     for n in names:
-        against, variant = ratios(a, baseline)[n]
+        against, variant = in_a[n]
         la, sa = _side(pool_a, against, variant)
         lb, sb = _side(pool_b, against, variant)
         d = statistics.fmean(lb) - statistics.fmean(la)
@@ -83,9 +84,7 @@ def compare(a: R.Rounds, b: R.Rounds, baseline: str, pool_a: Optional[P.Pool] = 
             se = None if c["within_sd"] is None else c["within_sd"] * math.sqrt(1 / len(la) + 1 / len(lb))
             df, between = c["df_within"], c["between_sd"]
         elif sa and sb:
-            va, vb = sa[0] ** 2 / len(la), sb[0] ** 2 / len(lb)
-            se = math.sqrt(va + vb)
-            df = (va + vb) ** 2 / (va ** 2 / sa[1] + vb ** 2 / sb[1]) if va + vb > 0 else sa[1] + sb[1]
+            se, df = S.welch(sa[0] ** 2 / len(la), sa[1], sb[0] ** 2 / len(lb), sb[1])
         else:
             se = df = None
         t = S.tost(d, se, df, BAND_PCT, alpha_differs=0.05 / len(names))

@@ -13,6 +13,7 @@ from typing import Any
 from . import paths, predict
 from . import stats as S
 from .estimators import CHOSEN
+from .pool import Pool
 from .results import Result
 
 # Params that must agree between results for their timings to be comparable.
@@ -110,12 +111,18 @@ def pathological(single: Result) -> bool:
     return single.loop == "custom" and single.custom_graph == "epoch" and single.device_kind != "gpu"
 
 
+def own_pool(rounds, pool=None) -> Pool:
+    """`pool`, or this run alone: the one source of every interval's spread (pool.py)."""
+    return pool if pool is not None else Pool([rounds], ["this run"])
+
+
 def compared_ratios(rounds, results: list[Result], baseline: str, pool=None) -> list[tuple[Result, str, S.Estimate]]:
     """Every paired ratio a multi-replica (or threads) run is judged by: its speed-up against
     `baseline` (the blog's basis) and, where that is another run, against its same-budget single run
     of the same loop (same_budget_single): (run, the run it is against, stats.paired's estimate).
     The report's precision section and the A/B both read these; `pool` (pool.Pool): the spread pooled
-    over runs of this kind."""
+    over runs of this kind (default: this run's own)."""
+    pool = own_pool(rounds, pool)
     out = []
     for r in results:
         if r.replicas == 1 and r.budget_kind != "threads":
@@ -123,9 +130,7 @@ def compared_ratios(rounds, results: list[Result], baseline: str, pool=None) -> 
         single = same_budget_single(r, results)
         for other in dict.fromkeys([baseline, single.variant if single else None]):
             if other is not None and other != r.variant:
-                est = (pool.paired(other, r.variant) if pool is not None else
-                       S.paired(rounds.seconds(other), rounds.seconds(r.variant)))
-                out.append((r, other, est))
+                out.append((r, other, pool.paired(other, r.variant)))
     return out
 
 
@@ -157,11 +162,11 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     pooled = S.pooled_components(per_variant)
     ratios = {}
     cpu = _has_cpu(rounds)
+    given, pool = pool, own_pool(rounds, pool)
     for r, other, est in compared_ratios(rounds, results, baseline, pool):
         basis = "vs_baseline" if other == baseline else "vs_single"
         own = S.paired(rounds.seconds(other), rounds.seconds(r.variant))
-        comp = pool.components(other, r.variant) if pool is not None else S.random_effects(
-            [S.logs_of(rounds.seconds(other), rounds.seconds(r.variant))])
+        comp = pool.components(other, r.variant)
         whole = S.paired(rounds.seconds(other, "whole_call"), rounds.seconds(r.variant, "whole_call"))
         cpu_est = S.paired(rounds.seconds(other, "cpu"), rounds.seconds(r.variant, "cpu")) if cpu else None
         ratios[f"{r.variant} {basis}"] = {
@@ -191,7 +196,7 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     counts["rounds"] = max(needed) if needed else None
     return {"per_variant": per_variant, "pooled": pooled, "ratios": ratios, "target_pct": target_pct,
             "estimator": CHOSEN, "cpu_recorded": cpu, "t_two_rounds": S.t975(1),
-            "pool": None if pool is None else {"runs": len(pool.runs), "names": pool.names,
+            "pool": None if given is None else {"runs": len(pool.runs), "names": pool.names,
                                                "left_out": pool.left_out, "identity_known": pool.identity_known,
                                                "words": pool.describe()},
             "costs_seconds": {"epoch": epoch_s, "repeat_call": call_s, "process": process_s}, "counts": counts}
@@ -219,9 +224,7 @@ def comparisons(rounds, results: list[Result], metrics: dict, pool=None) -> dict
         round by round (a ratio of two paired ratios);
       * replicas_over_threads_<variant>: on the same cores, N replicas against one replica with the
         cores as intra-op threads."""
-    from .pool import Pool
-
-    pool = pool or Pool([rounds], ["this run"])
+    pool = own_pool(rounds, pool)
     out: dict[str, dict] = {}
     fit, custom = single_files(results)
     if fit and custom:

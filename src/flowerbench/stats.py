@@ -11,6 +11,7 @@ Pure arithmetic on numbers (no results, no files), so each piece is tested on re
   * `components(...)`: the variance of log epoch times split into between rounds (processes),
     between repeats in one process and between epochs in one repeat (Kalibera & Jones, ISMM 2013).
   * `rounds_needed`, `per_level`: the counts those components call for.
+  * `welch(...)`: the standard error and degrees of freedom of a difference of two independent means.
   * `tost(...)`: the one equivalence test (two one-sided tests) for every "does it match" question:
     equivalent when the 90 % interval of a log difference lies inside a band symmetric on the log
     scale, different when the 95 % interval (Bonferroni-corrected where any of several may differ)
@@ -137,23 +138,16 @@ def rounds_needed(log_sd: float, target_pct: float, most: int = 200) -> Optional
     return None
 
 
-# --------------------------------------------------------------------------- A/B agreement
+# --------------------------------------------------------------------------- two independent means
 
 
-def agree(a: Estimate, b: Estimate, compared: int) -> dict:
-    """Do two measurements of one ratio agree?  Their log means differ by d; the difference's standard
-    error is sqrt(se_a^2 + se_b^2) with Welch's degrees of freedom; they agree when |d| is within the
-    two-sided (1 - 0.05 / compared) t-interval (Bonferroni over the `compared` numbers), so a clean
-    pair passes all of them at least 95 % of the time."""
-    if a.log_se is None or b.log_se is None:
-        return {"agree": None, "difference_pct": (b.point / a.point - 1) * 100, "limit_pct": None}
-    va, vb = a.log_se ** 2, b.log_se ** 2
-    se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1)) if va + vb > 0 else float(a.n + b.n - 2)
-    t = t_quantile(1.0 - (1.0 - CONFIDENCE) / (2 * compared), df)
-    d = b.log_mean - a.log_mean
-    return {"agree": abs(d) <= t * se, "difference_pct": math.expm1(d) * 100, "limit_pct": math.expm1(t * se) * 100,
-            "t": t, "df": df}
+def welch(var_a: float, df_a: float, var_b: float, df_b: float) -> tuple[float, float]:
+    """The standard error of a difference of two independent means, from each mean's variance
+    (var = sd^2 / n) and its degrees of freedom, and the difference's degrees of freedom
+    (Welch-Satterthwaite; their sum where both variances are 0)."""
+    total = var_a + var_b
+    df = total ** 2 / (var_a ** 2 / df_a + var_b ** 2 / df_b) if total > 0 else df_a + df_b
+    return math.sqrt(total), df
 
 
 # --------------------------------------------------------------------------- where the variance lives
