@@ -32,7 +32,7 @@ os.environ["FLOWERBENCH_MEASURE_LOCK"] = str(Path(_LOCK_DIR) / "measure.lock")
 
 def tiny_params(**overrides) -> dict:
     """Params for seconds-long runs: 32 px, 30 images, the tiny model, 1 warm-up + 1 epoch, 1 repeat,
-    1 round."""
+    1 round (headline and secondary)."""
     p = {
         "seed": 123,
         "data": {"source": "synthetic", "image_size": 32, "max_images": 30, "standin_px": 32},
@@ -45,6 +45,7 @@ def tiny_params(**overrides) -> dict:
         "sweep": {"replicas": [], "loops": ["custom"]},
         "multiworker": {"workers": 2, "deadline_s": 120, "join_timeout_s": 60},
         "rounds": {"count": 1},
+        "secondary": {"count": 1},
     }
     for dotted, value in overrides.items():
         node = p

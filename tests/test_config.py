@@ -31,6 +31,30 @@ def test_all_variants_expands_the_sweep_and_multiworker():
     assert p.variant("sweep_r8_custom").replicas == 8 and p.variant("multiworker_custom").replicas == 2
 
 
+def test_the_headline_is_held_apart_and_the_secondary_measures_its_own_baselines():
+    """The default study: the blog's four in the headline rounds; every other variant in the secondary
+    rounds beside the runs it is compared with (the baseline, and each loop's 1-replica files run),
+    never beside a mirrored run.  A headline naming no variant, twice, or a multi-worker job is refused."""
+    p = Params()
+    assert [v.name for v in p.headline_variants()] == ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom"]
+    assert [v.name for v in p.secondary_variants()] == ["single_fit", "single_custom", "single_fit_tensors",
+                                                        "single_custom_tensors", "single_fit_threads",
+                                                        "multiworker_custom"]
+    fit_only = validate(tiny_params(**{"multiworker.workers": 0, "sweep": {"replicas": [2], "loops": ["fit"]}}))
+    assert [v.name for v in fit_only.secondary_variants()] == ["single_fit", "sweep_r2_fit"]   # no custom baseline
+    assert validate(tiny_params(**{"multiworker.workers": 0})).secondary_variants() == []
+    # a params file that declares other variants: the default's absent names are left out, not refused
+    other = validate(tiny_params(variants={"single_fit": {"loop": "fit", "replicas": 1},
+                                           "quad": {"loop": "fit", "replicas": 4}}))
+    assert [v.name for v in other.headline_variants()] == ["single_fit"]
+    assert [v.name for v in other.secondary_variants()] == ["single_fit", "quad", "multiworker_custom"]
+    for headline, needle in ((["single_fit", "single_fitt"], "rounds.headline: 'single_fitt' names no variant"),
+                             (["single_fit", "single_fit"], "rounds.headline: 'single_fit' is listed twice"),
+                             (["multiworker_custom"], "rounds.headline: 'multiworker_custom' is a multi-worker job")):
+        with pytest.raises(ParamsError, match=needle):
+            validate(tiny_params(**{"rounds.headline": headline}))
+
+
 def test_resolved_params_round_trip():
     p = validate(tiny_params())
     assert validate(resolved_dict(p)) == p

@@ -21,7 +21,8 @@ from tests.conftest import REPO, VENV_BIN, cli_env, copy_pipeline, dvc, dvc_stat
 
 PKG_DIR = REPO / "src" / "flowerbench"
 # The commands a stage's command runs: `launch` starts worker processes, `terms` probe processes.
-SPAWNS = {"launch": ["launch", "worker"], "terms": ["terms", "probe"], "rounds": list(SPAWNED)}
+SPAWNS = {"launch": ["launch", "worker"], "terms": ["terms", "probe"], "rounds": list(SPAWNED),
+          "secondary": list(SPAWNED)}
 # Params every training stage reads (train.verbose only changes progress output).
 TRAIN_PARAMS = ["seed", "data.image_size", "data.max_images", "data.pipeline", "data.cache", "model",
                 *[f"train.{k}" for k in TrainParams.model_fields if k != "verbose"]]
@@ -42,8 +43,8 @@ def test_dvc_yaml_outputs_match_paths_module():
     st = stages()
     assert st["host"]["outs"] == [{str(paths.HOST): {"cache": False}}] and st["host"]["always_changed"] is True
     # every stage that measures depends on the host description, and so does the report
-    assert set(st) == {"host", "fetch", "rounds", "terms", "report"}
-    for name in ("rounds", "terms", "report"):
+    assert set(st) == {"host", "fetch", "rounds", "secondary", "terms", "report"}
+    for name in ("rounds", "secondary", "terms", "report"):
         assert str(paths.HOST) in _body(st[name])["deps"], name
     assert str(paths.HOST) not in st["fetch"]["deps"]  # the data do not depend on the machine
     assert _names(st["fetch"]["outs"]) == [str(paths.FLOWERS), str(paths.QUARANTINE), str(paths.MANIFEST)]
@@ -52,6 +53,8 @@ def test_dvc_yaml_outputs_match_paths_module():
     assert _names(report["metrics"]) == [str(paths.METRICS)]
     # git-tracked, and kept between runs so that an interrupted one resumes (measure.py)
     assert st["rounds"]["outs"] == [{str(paths.ROUNDS): {"cache": False, "persist": True}}]
+    assert st["secondary"]["outs"] == [{str(paths.SECONDARY): {"cache": False, "persist": True}}]
+    assert st["secondary"]["deps"] == st["rounds"]["deps"]      # one runner, one closure (a YAML alias)
     assert st["terms"]["outs"] == [{str(paths.TERMS): {"cache": False}}]
     assert str(paths.RESULTS) in report["deps"]   # the rounds and the terms (where the pipeline has them)
     # small results are git-tracked (cache: false, not git-ignored); the report and figures are cached
@@ -77,7 +80,7 @@ def test_stage_deps_are_the_code_its_command_runs(name):
         assert '"-m", "flowerbench.commands.worker"' in (PKG_DIR / "multiworker.py").read_text()
     if sub == "terms":
         assert '"-m", "flowerbench.commands.probe"' in (PKG_DIR / "terms.py").read_text()
-    if sub == "rounds":
+    if sub in ("rounds", "secondary"):
         text = (PKG_DIR / "measure.py").read_text()
         assert all(f'"-m", "flowerbench.commands.{c}"' in text for c in ("train", "launch"))
     want = {f"src/flowerbench/{m}" for m in closure(PKG_DIR, subs)}
@@ -92,7 +95,8 @@ def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
     no stage on cli.py (the users' dispatcher) or on another stage's command."""
     assert "train.py" not in closure(PKG_DIR, ["fetch"]) and "report/__init__.py" not in closure(PKG_DIR, ["train"])
     assert {"commands/fetch.py", "entry.py", "config.py", "fetch.py", "standin.py"} <= closure(PKG_DIR, ["fetch"])
-    for command in ("host", "fetch", "rounds", "train", "report", "launch", "worker", "terms", "probe", "ab"):
+    for command in ("host", "fetch", "rounds", "secondary", "train", "report", "launch", "worker", "terms", "probe",
+                    "ab"):
         mods = closure(PKG_DIR, [command])
         assert "cli.py" not in mods and "__main__.py" not in mods, command
         assert {m for m in mods if m.startswith("commands/")} == {"commands/__init__.py", f"commands/{command}.py"}
@@ -102,7 +106,8 @@ def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
     assert "train.py" not in closure(PKG_DIR, ["launch", "worker"])
     assert {"fetch.py", "standin.py", "multiworker.py"}.isdisjoint(closure(PKG_DIR, ["train"]))
     # the rounds run train and launch as processes, never in their own: no TensorFlow code in-process
-    assert {"train.py", "training.py", "multiworker.py", "devices.py"}.isdisjoint(closure(PKG_DIR, ["rounds"]))
+    for stage in ("rounds", "secondary"):
+        assert {"train.py", "training.py", "multiworker.py", "devices.py"}.isdisjoint(closure(PKG_DIR, [stage]))
     # the report reads the rounds, it does not run them (it names the commands they run, to tell which
     # uncommitted files a result ran with: the same as the stage's own list)
     assert "rounds.py" in closure(PKG_DIR, ["report"]) and "measure.py" not in closure(PKG_DIR, ["report"])
@@ -113,7 +118,12 @@ def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
 
 def test_param_deps_are_narrow():
     st = stages()
-    assert st["rounds"]["params"] == [{"params.yaml": TRAIN_PARAMS}, "variants", "sweep", "multiworker", "rounds"]
+    # the headline reads no sweep or multi-worker settings: those variants are the secondary stage's
+    assert st["rounds"]["params"] == [{"params.yaml": TRAIN_PARAMS}, "variants", "rounds"]
+    # the secondary stage: not the headline's round count, so adding headline rounds leaves it
+    assert st["secondary"]["params"] == [{"params.yaml": TRAIN_PARAMS}, "variants", "sweep", "multiworker",
+                                         "rounds.headline", "rounds.busy_share", "rounds.order_seed",
+                                         "rounds.process_deadline_s", "secondary", "report.baseline"]
     assert st["terms"]["params"] == [{"params.yaml": TRAIN_PARAMS}]  # not the variants: editing one leaves it
     assert not any(p.startswith("train") for p in st["fetch"]["params"])
 
@@ -125,7 +135,7 @@ def test_training_params_are_named_once_and_aliased():
     training = text[text.index("\n  rounds:\n"):text.index("\n  report:\n")]  # fetch reads `seed` too
     for key in TRAIN_PARAMS:
         assert len([l for l in training.splitlines() if l.strip() == f"- {key}"]) == 1, key
-    assert text.count("&training_params") == 1 and text.count("*training_params") == 2  # rounds, terms
+    assert text.count("&training_params") == 1 and text.count("*training_params") == 3  # rounds, secondary, terms
     listed = dvc("stage", "list", cwd=REPO).stdout  # DVC itself parses the anchors
     assert "rounds" in listed and "terms" in listed
 
@@ -134,14 +144,24 @@ def test_training_params_are_named_once_and_aliased():
 
 
 def test_repro_produces_every_result_and_the_report(pipeline_repo):
+    """The headline four in the held rounds, every other variant beside its baselines in the
+    secondary rounds, each folder with its schedule, run in the recorded order."""
     repo = pipeline_repo
-    variants = ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom", "sweep_r2_fit", "multiworker_custom"]
-    names = sorted(p.stem for p in (repo / "results" / "rounds" / "r01").glob("*.json"))
-    assert names == sorted(variants) and not list((repo / "results").glob("*.json"))
-    sched = json.loads((repo / "results" / "rounds" / "schedule.json").read_text())
-    assert sched["count"] == 1 and sorted(sched["order"][0]) == sorted(variants)
-    assert [p["variant"] for p in sched["processes"]] == sched["order"][0]   # run in the recorded order
-    assert all(p["exit_code"] == 0 and p["wall_seconds"] > 0 and len(p["load_before"]) == 3 for p in sched["processes"])
+    headline = ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom"]
+    secondary = ["single_fit", "single_custom", "sweep_r2_fit", "multiworker_custom"]
+    for folder, variants, engine in (("rounds", headline, 2), ("secondary", secondary, 1)):
+        names = sorted(p.stem for p in (repo / "results" / folder / "r01").glob("*.json"))
+        assert names == sorted(variants), folder
+        sched = json.loads((repo / "results" / folder / "schedule.json").read_text())
+        assert sched["count"] == 1 and sched["variants"] == variants and sched["engine"] == engine
+        assert sorted(sched["order"][0]) == sorted(variants)
+        assert [p["variant"] for p in sched["processes"]] == sched["order"][0]   # run in the recorded order
+        assert all(p["exit_code"] == 0 and p["wall_seconds"] > 0 and len(p["load_before"]) == 3
+                   for p in sched["processes"])
+        # held: each process warmed up, then ran its released epochs; sequential: none of that
+        assert all(p["held"] == (engine == 2) and (p["ready_after_seconds"] is not None) == (engine == 2)
+                   for p in sched["processes"]), folder
+    assert not list((repo / "results").glob("*.json"))
     manifest = json.loads((repo / "data" / "manifest.json").read_text())
     assert manifest["synthetic"] is True and manifest["total"] == 3670
     r = json.loads((repo / "results" / "rounds" / "r01" / "mirrored_fit.json").read_text())
@@ -160,11 +180,12 @@ def test_repro_produces_every_result_and_the_report(pipeline_repo):
     assert html.count("data:image/png;base64,") == len(figs) and "SYNTHETIC DATA" in html
     # the 4-replica runs shared 2 cores: labelled; the 2-replica sweep point owned its cores
     assert "OVERSUBSCRIBED: mirrored_fit (4 replicas), mirrored_custom (4 replicas)" in html
-    assert json.loads((repo / "results" / "rounds" / "r01" / "sweep_r2_fit.json").read_text())["budget_kind"] == (
+    assert json.loads((repo / "results" / "secondary" / "r01" / "sweep_r2_fit.json").read_text())["budget_kind"] == (
         "core_matched" if len(os.sched_getaffinity(0)) >= 2 else "oversubscribed")
     # git tracks the small results, DVC's cache holds the rest
     tracked = git("ls-files", "results", "reports", "data", cwd=repo).split()
-    assert {"results/rounds/r01/single_fit.json", "results/rounds/schedule.json", "reports/metrics.json",
+    assert {"results/rounds/r01/single_fit.json", "results/rounds/schedule.json", "results/secondary/schedule.json",
+            "results/secondary/r01/multiworker_custom.json", "reports/metrics.json",
             "reports/plots/epochs.csv"} <= set(tracked)
     assert "reports/report.md" not in tracked and "data/manifest.json" not in tracked
 
@@ -237,9 +258,9 @@ def test_another_core_count_reruns_the_rounds_and_the_report(pipeline_repo):
 
 
 def assert_only_the_host_changed(changed: dict) -> None:
-    """dvc status after the host stage described another machine: the rounds and the report are
-    stale, through data/host.json alone."""
-    assert set(changed) == {"rounds", "report"}
+    """dvc status after the host stage described another machine: both measuring stages and the
+    report are stale, through data/host.json alone."""
+    assert set(changed) == {"rounds", "secondary", "report"}
     for name, entries in changed.items():
         deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
         assert deps == {"data/host.json": "modified"}, (name, entries)
@@ -284,13 +305,13 @@ def test_another_cpu_identity_measures_again_and_the_same_one_reuses(pipeline_re
 
 
 def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
-    """Each stage's command line is its own module: an edit to train's reruns the stage that runs it
-    (rounds), not fetch or the report's inputs; an edit to the report's statistics reruns the report
+    """Each stage's command line is its own module: an edit to train's reruns the stages that run it
+    (rounds, secondary), not fetch or the report's inputs; an edit to the report's statistics reruns the report
     alone; an edit to the shared entry (entry.py) reruns every stage, as it should."""
     pkg = pipeline_repo / "src" / "flowerbench"
     train_cmd, stats, shared = pkg / "commands" / "train.py", pkg / "stats.py", pkg / "entry.py"
-    for path, want in ((train_cmd, {"rounds"}), (stats, {"report"}),
-                       (shared, {"host", "fetch", "rounds", "report"})):
+    for path, want in ((train_cmd, {"rounds", "secondary"}), (stats, {"report"}),
+                       (shared, {"host", "fetch", "rounds", "secondary", "report"})):
         text = path.read_text()
         try:
             path.write_text(text + "\n# an edit\n")
@@ -306,14 +327,16 @@ def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
 
 
 def test_a_variant_or_the_round_count_reruns_the_rounds_and_a_report_param_only_the_report(pipeline_repo):
-    """The variants are compared inside rounds, so they are measured together: adding or editing one
-    reruns the one rounds stage (docs/pipeline.md says why); a report param reruns the report alone."""
+    """A variant is compared inside rounds: adding or editing one reruns both measuring stages (each then
+    keeps every process its own fingerprint still covers, so only the stage that holds the variant
+    measures); a round count reruns its own stage; a report param reruns the report alone."""
     params_file = pipeline_repo / "params.yaml"
     text = params_file.read_text()
     try:
         for edit, want in ((("variants", "quad_fit", {"loop": "fit", "replicas": 4, "pipeline": None}),
-                            {"rounds", "report"}),
+                            {"rounds", "secondary", "report"}),
                            (("rounds", "count", 3), {"rounds", "report"}),
+                           (("secondary", "count", 3), {"secondary", "report"}),
                            (("report", "precision_target_pct", 5.0), {"report"})):
             p = yaml.safe_load(text)
             p[edit[0]][edit[1]] = edit[2]
@@ -338,13 +361,13 @@ def test_named_experiments_are_kept_compared_and_restored(pipeline_built, tmp_pa
     write_params(repo / "params.yaml", p)
     ran = dvc("repro", cwd=repo).stdout
     assert [l.split("'")[1] for l in ran.splitlines() if l.startswith("Running stage")] == [
-        "host", "rounds", "report"], ran
+        "host", "rounds", "secondary", "report"], ran
     git("add", "-A", cwd=repo)
     git("commit", "-qm", "two variants", cwd=repo)
     assert status(repo) == {}
     run_a = dvc("exp", "run", "-n", "a", "-S", "train.batch_size_per_replica=8", cwd=repo)
     assert [l.split("'")[1] for l in run_a.stdout.splitlines() if l.startswith("Running stage")] == [
-        "host", "rounds", "report"], run_a.stdout
+        "host", "rounds", "secondary", "report"], run_a.stdout
     report_a = (repo / "reports" / "report.html").read_text()
     run_b = dvc("exp", "run", "-n", "b", "-S", "train.batch_size_per_replica=8", "-S", "report.figure_dpi=60",
                 cwd=repo)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from flowerbench import measure, paths, rounds as R
+from flowerbench import measure, paths, rounds as R, schedule as S
 from tests.conftest import cli_env, read_until
 from tests.helpers.fakes import schedule
 
@@ -82,26 +82,35 @@ def test_a_rerun_keeps_only_processes_measured_with_the_same_inputs(tmp_path):
         path = paths.round_result(p.round, p.variant, rounds_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("{}")
-    fresh = {"fingerprint": old.fingerprint, "seed": 123, "order_seed": old.order_seed,
+    fresh = {"fingerprint": old.fingerprint, "engine": old.engine, "seed": 123, "order_seed": old.order_seed,
              "variants": ["single_fit", "mirrored_fit"], "count": 2}
     assert measure._kept(old, fresh, rounds_dir) == old.processes[:3]
     assert measure._kept(old, {**fresh, "count": 1}, rounds_dir) == [p for p in old.processes[:3] if p.round == 1]
     for other in ({"fingerprint": "1" * 64}, {"seed": 7}, {"order_seed": old.order_seed + 1},
-                  {"variants": ["single_fit"]}):
+                  {"variants": ["single_fit"]}, {"engine": S.HELD_ENGINE}):
         assert measure._kept(old, {**fresh, **other}, rounds_dir) == [], other
     assert measure._kept(None, fresh, rounds_dir) == []
 
 
 def test_the_fingerprint_follows_what_a_time_depends_on(workdir):
-    from flowerbench.config import load_params
+    """The fingerprint covers the measured params, narrowed to the stage's own variants: editing a
+    secondary variant leaves the headline's processes valid, and the other way round."""
+    from flowerbench.config import VariantSpec, load_params
 
     p = load_params("params.yaml")
-    base = measure.fingerprint(p)
-    assert measure.fingerprint(p) == base
-    assert measure.fingerprint(p.model_copy(update={"rounds": p.rounds.model_copy(update={"count": 9})})) == base
-    assert measure.fingerprint(p.model_copy(update={"seed": 7})) != base
+    head = measure.headline(p).variants
+    base = measure.fingerprint(p, head)
+    assert measure.fingerprint(p, head) == base
+    assert measure.fingerprint(p.model_copy(update={"rounds": p.rounds.model_copy(update={"count": 9})}), head) == base
+    assert measure.fingerprint(p.model_copy(update={"seed": 7}), head) != base
+    more = p.model_copy(update={"variants": {**p.variants, "single_fit_threads": VariantSpec(loop="fit", replicas=1,
+                                                                                           cores="auto")}})
+    assert [v.name for v in measure.headline(more).variants] == [v.name for v in head]
+    assert measure.fingerprint(more, measure.headline(more).variants) == base
+    sec = measure.secondary(p).variants
+    assert measure.fingerprint(more, measure.secondary(more).variants) != measure.fingerprint(p, sec)
     (workdir / "data" / "host.json").write_text('{"another": "host"}')
-    assert measure.fingerprint(p) != base
+    assert measure.fingerprint(p, head) != base
 
 
 @pytest.mark.parametrize("limit", [0.1, 0.25])
@@ -127,7 +136,7 @@ def test_the_order_seed_is_drawn_per_measurement_kept_on_resume_and_fixed_when_s
 
     p = load_params("params.yaml")
     names = [v.name for v in p.all_variants()]
-    fp = measure.fingerprint(p)
+    fp = measure.fingerprint(p, p.all_variants())
     drawn = {measure.order_seed(p, None, fp, names) for _ in range(8)}
     assert len(drawn) >= 7 and p.seed not in drawn
     old = R.Schedule.model_validate({**schedule(names, 2), "fingerprint": fp, "order_seed": 4242})
@@ -147,3 +156,26 @@ def test_a_schedule_of_schema_1_reads_with_its_training_seed_as_order_seed(tmp_p
     (tmp_path / "schedule.json").write_text(json.dumps(raw))
     old = R.load_schedule(tmp_path / "schedule.json")
     assert (old.order_seed, old.engine, old.seed) == (123, 0, 123)
+
+
+def test_the_headline_runs_in_complete_williams_blocks_from_a_fresh_order_seed(workdir):
+    """rounds.count 4 (the default) is one complete Williams square of the headline's four: every
+    variant once at every place and every ordered pair of neighbours once; each measurement draws its
+    own seed, so two measurements run different squares, and 8 rounds are two complete squares."""
+    from flowerbench.config import load_params
+
+    p = load_params("params.yaml")
+    plan = measure.headline(p.model_copy(update={"rounds": p.rounds.model_copy(update={"count": 4})}))
+    names = [v.name for v in plan.variants]
+    assert names == ["single_fit", "mirrored_fit", "single_custom", "mirrored_custom"] and plan.held
+    squares = []
+    for _ in range(6):
+        seed = measure.order_seed(p, None, measure.fingerprint(p, plan.variants), names)
+        rows = R.order(names, plan.count, seed)
+        for place in range(4):
+            assert sorted(row[place] for row in rows) == sorted(names)
+        pairs = [(a, b) for row in rows for a, b in zip(row, row[1:])]
+        assert sorted(pairs) == sorted((a, b) for a in names for b in names if a != b)
+        assert R.order(names, 8, seed)[4:] == rows            # the next block repeats the square's rows
+        squares.append(rows)
+    assert len({str(s) for s in squares}) > 1

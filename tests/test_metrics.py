@@ -37,7 +37,7 @@ def _rounds(times: dict[str, list[float]], calls: dict[str, list[float]] | None 
 
 def _metrics(rounds: Rounds) -> dict:
     results = rounds.pooled()
-    return M.compute_metrics(results, "single_fit", {r.variant: rounds.seconds(r.variant) for r in results})
+    return M.compute_metrics(results, "single_fit", rounds)
 
 
 def test_a_paired_ratio_is_read_per_round_and_the_rule_decides():

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from flowerbench import pool as P, rounds as R
+from flowerbench import pool as P, rounds as R, stats as S
 from tests.helpers.fakes import KNOWN, TEST_HOST, fake_result, per_round, write_rounds
 
 NAMES = list(KNOWN)
@@ -89,9 +89,8 @@ def test_the_report_says_what_the_intervals_were_pooled_over(tmp_path):
     v = M.variance_split(here, results, "single_fit", 10.0, pool)
     row = v["ratios"]["mirrored_fit vs_baseline"]
     assert row["pooled_runs"] == 2 and row["df"] == 4 and row["own_log_sd"] is not None
-    assert row["whole_call"] == pytest.approx(M.compute_metrics(results, "single_fit", {
-        r.variant: here.seconds(r.variant, "whole_call") for r in results})["mirrored_fit"]["speedup_vs_baseline"])
+    assert row["whole_call"] == pytest.approx(S.paired(here.seconds("single_fit", "whole_call"),
+                                                       here.seconds("mirrored_fit", "whole_call")).point)
     assert v["pool"]["names"] == ["this run", "same-a"] and v["estimator"] == "mean"
-    json.dumps(M.metrics_file(M.compute_metrics(results, "single_fit", {r.variant: here.seconds(r.variant)
-                                                                        for r in results}, pool), [], [], [],
+    json.dumps(M.metrics_file(M.compute_metrics(results, "single_fit", here, pool), [], [], [],
                               variance=v))

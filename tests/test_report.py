@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REPO, report_in_process, run_cli, tiny_params, tree_snapshot, write_params
 from tests.helpers.fakes import (DRIFT, KNOWN, TEST_HOST, add_result, fake_result, fake_results, fake_terms,  # noqa: F401
-                                 read_rounds, write_rounds)
+                                 per_round, read_rounds, write_rounds)
 
 # the fake rounds' drift, which every variant shares: times read as x its geometric mean
 G = (DRIFT[0] * DRIFT[1] * DRIFT[2]) ** (1 / 3)
@@ -257,6 +257,46 @@ def test_input_ceiling_sets_real_and_tensors_side_by_side(workdir):
     assert "INPUT CEILING: single_fit_tensors fed random in-memory tensors" in md.split("## Headline")[0]
     # The largest speed-up among contenders is a real-input run (mirrored_custom, 50 s), not the 40 s ceiling.
     assert "the largest, mirrored_custom, took 50.0% less time" in md and "single_fit_tensors 2.50x" not in md
+
+
+def test_the_secondary_rounds_pair_each_variant_with_their_own_baselines(workdir):
+    """The study in two parts: the headline four in results/rounds, every other variant beside its
+    own single_fit and single_custom in results/secondary (another 90 s single_fit, another drift).
+    A secondary variant's speed-up pairs with the secondary's single_fit, round by round (a zero-width
+    interval: the drift is shared inside the part), never the headline's; the headline keeps its own;
+    threads against the headline's mirrored_fit goes through single_fit, the two parts' ratios
+    independent (their spreads add)."""
+    p = tiny_params()
+    p["variants"]["single_fit_tensors"] = {"loop": "fit", "replicas": 1, "pipeline": "tensors"}
+    p["variants"]["single_fit_threads"] = {"loop": "fit", "replicas": 1, "cores": 2}
+    write_params(workdir / "params.yaml", p)
+    results = workdir / "results"
+    write_rounds(results, {n: per_round(fake_result(n, *KNOWN[n], "logical_cpu", True))
+                           for n in ("single_fit", "mirrored_fit", "single_custom", "mirrored_custom")})
+    twin = fake_result("single_fit_tensors", "fit", 1, 40.0, "logical_cpu", True)
+    twin["pipeline"] = "tensors"
+    other = (1.0, 0.9, 1.12)
+    write_rounds(results, {"single_fit": per_round(fake_result("single_fit", "fit", 1, 90.0, "logical_cpu", True), other),
+                           "single_custom": per_round(fake_result("single_custom", "custom", 1, 80.0, "cpu", True), other),
+                           "single_fit_tensors": per_round(twin, other),
+                           "single_fit_threads": per_round(fake_result("single_fit_threads", "fit", 1, 70.0, "cpu", True,
+                                                                       budget="threads", cores=2), other),
+                           "multiworker_custom": per_round(fake_result("multiworker_custom", "custom", 2, 70.0,
+                                                                       "logical_cpu", True), other)}, "secondary")
+    m = _report(workdir)
+    v = m["variants"]
+    assert v["single_fit"]["timed_seconds"] == pytest.approx(100.0 * (1.0 * 1.04 * 0.97) ** (1 / 3), rel=1e-3)
+    assert v["mirrored_fit"]["speedup_vs_baseline"] == pytest.approx(100 / 60)
+    sec = v["single_fit_tensors"]
+    assert sec["speedup_vs_baseline"] == pytest.approx(90 / 40) and sec["speedup_vs_baseline_ci_low"] == pytest.approx(90 / 40)
+    assert v["multiworker_custom"]["speedup_vs_baseline"] == pytest.approx(90 / 70)
+    assert v["multiworker_custom"]["speedup_vs_single"] == pytest.approx(80 / 70)
+    assert m["input_ceiling"]["single_fit_tensors"]["real_over_tensors"] == pytest.approx(90 / 40)
+    threads = m["comparisons"]["replicas_over_threads_single_fit_threads"]
+    assert threads["point"] == pytest.approx((100 / 60) / (90 / 70))      # not 70 / 60 across the parts
+    md = (workdir / "reports" / "report.md").read_text()
+    assert "**The headline rounds:** 3 round(s) x 4 variants" in md
+    assert "**The secondary rounds:** 3 round(s) x 5 variants (single_fit, single_custom, single_fit_tensors" in md
 
 
 def test_without_a_tensors_twin_the_report_says_so(workdir):

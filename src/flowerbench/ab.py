@@ -1,5 +1,5 @@
-"""Reproducibility, tested: the rounds measured twice, A then B, and every distinct paired ratio judged
-by an equivalence test.
+"""Reproducibility, tested: the headline rounds measured twice, A then B, and every distinct paired
+ratio judged by an equivalence test.
 
     python -m flowerbench ab                 # B measured now, A = the committed results/rounds
     python -m flowerbench ab --fresh         # A and B both measured now, one after the other
@@ -8,8 +8,9 @@ by an equivalence test.
     python -m flowerbench ab --against reports/reference/<name>/results/rounds
     python -m flowerbench ab --against DIR_A --with DIR_B    # nothing measured: two committed measurements
 
-Each measurement is the rounds stage's own (measure.run, with the params' rounds.count), written to
-.dvc/tmp/ab/<A|B>/rounds (resumable like the stage).  The ratios compared are the distinct ones
+Each measurement is the headline stage's own (measure.run with measure.headline: the headline
+variants, held, the params' rounds.count), written to .dvc/tmp/ab/<A|B>/rounds (resumable like the
+stage); a folder given (--against, --with) may hold more variants, and only the headline's are read.  The ratios compared are the distinct ones
 (metrics.compared_ratios: each multi-replica or threads run against the baseline and against its
 same-loop single run; an efficiency is a speed-up over N, not another number).  Each is judged by
 stats.tost on the log of B's ratio over A's, in a band of +-BAND_PCT (symmetric on the log scale):
@@ -165,27 +166,31 @@ def judge(a: R.Rounds, b: R.Rounds, baseline: str, names: list[str]) -> dict:
 def run(params: Params, params_path: str = "params.yaml", fresh: bool = False,
         against: Path = paths.ROUNDS, reports_dir: Path = paths.REPORTS, split_at: int | None = None,
         with_b: Path | None = None) -> int:
-    names = [v.name for v in params.all_variants()]
+    names = [v.name for v in params.headline_variants()]
+
+    def load(folder: Path) -> R.Rounds:
+        return R.load(names, Path(folder), subset=True)
+
     if with_b is not None:
-        out = judge(R.load(names, Path(against)), R.load(names, Path(with_b)), params.report.baseline, names)
+        out = judge(load(against), load(with_b), params.report.baseline, names)
         md = markdown(out, f"{against}", f"{with_b}")
         return _write(out, md, reports_dir, {"a": str(against), "b": str(with_b)})
     if split_at is not None:
-        a, b = split(R.load(names, Path(against)), split_at)
+        a, b = split(load(against), split_at)
         out = judge(a, b, params.report.baseline, names)
         md = markdown(out, f"rounds 1-{split_at} of {against}",
                       f"rounds {split_at + 1}-{split_at + b.count} of {against}, measured after A")
         return _write(out, md, reports_dir, {"a": f"{against} rounds 1-{split_at}",
                                              "b": f"{against} rounds {split_at + 1}-{split_at + b.count}"})
     if fresh:
-        log("A: measuring the rounds (1 of 2)")
-        measure.run(params, params_path, SCRATCH / "A" / "rounds")
+        log("A: measuring the headline rounds (1 of 2)")
+        measure.run(params, params_path, measure.headline(params, SCRATCH / "A" / "rounds"))
         a_dir, a_label = SCRATCH / "A" / "rounds", "measured now, before B"
     else:
         a_dir, a_label = Path(against), f"{against} (the committed measurement)"
-        R.load(names, a_dir)   # refuse now, not after B's hour, when A is missing or incomplete
-    log("B: measuring the rounds" + (" (2 of 2)" if fresh else ""))
-    measure.run(params, params_path, SCRATCH / "B" / "rounds")
-    out = judge(R.load(names, a_dir), R.load(names, SCRATCH / "B" / "rounds"), params.report.baseline, names)
+        load(a_dir)   # refuse now, not after B's measurement, when A is missing or incomplete
+    log("B: measuring the headline rounds" + (" (2 of 2)" if fresh else ""))
+    measure.run(params, params_path, measure.headline(params, SCRATCH / "B" / "rounds"))
+    out = judge(load(a_dir), load(SCRATCH / "B" / "rounds"), params.report.baseline, names)
     md = markdown(out, a_label, "measured now" + (", after A" if fresh else ""))
     return _write(out, md, reports_dir, {"a": str(a_dir), "b": str(SCRATCH / "B" / "rounds")})

@@ -8,7 +8,8 @@
     python -m flowerbench launch [--workers N]                  (N local workers)
     python -m flowerbench terms  [--params ...]                 (the model's terms: results/model-terms.json)
     python -m flowerbench probe  KIND --cores 0,1 --batch B     (one term, one process; run by `terms`)
-    python -m flowerbench rounds [--params ...]                 (every variant in interleaved rounds: results/rounds/)
+    python -m flowerbench rounds [--params ...]                 (the headline variants, held: results/rounds/)
+    python -m flowerbench secondary [--params ...]              (every other variant and its baselines: results/secondary/)
     python -m flowerbench ab [--fresh | --split K] [--against DIR]  (the rounds measured again, judged: reports/ab.md)
     python -m flowerbench predict-heldout                       (the model's predictions: predictions/heldout.json)
     python -m flowerbench validate [--rejudge]                  (the held-out settings measured and judged)
@@ -33,7 +34,7 @@ from typing import Optional, Sequence
 
 from . import entry
 
-STAGE_COMMANDS = ("host", "fetch", "rounds", "train", "report", "worker", "launch", "terms", "probe", "ab",
+STAGE_COMMANDS = ("host", "fetch", "rounds", "secondary", "train", "report", "worker", "launch", "terms", "probe", "ab",
                   "predict-heldout", "validate")
 
 

@@ -144,9 +144,17 @@ class MultiworkerParams(_Section):
     join_timeout_s: float = Field(120.0, gt=0, le=3600)
 
 
+HEADLINE = ("single_fit", "mirrored_fit", "single_custom", "mirrored_custom")
+
+
 class RoundsParams(_Section):
-    """The interleaved rounds (stage `rounds`, measure.py): every variant once per round, own process."""
-    count: int = Field(3, ge=1, le=100)
+    """The headline rounds (stage `rounds`, measure.py, engine 2): the headline variants, each its own
+    process, held after its warm-up and released one timed epoch at a time, cycling through the round;
+    `count` rounds, a Williams square of the headline's 4 variants every 4 rounds."""
+    count: int = Field(4, ge=1, le=100)
+    # the variants measured held in the headline rounds (those of them the params declare); every other
+    # variant goes to stage `secondary`
+    headline: list[str] = Field(default_factory=lambda: list(HEADLINE), min_length=1)
     # a process is flagged busy when other work took more than this share of the host's CPU time
     # (or the hypervisor stole it) while it ran
     busy_share: float = Field(0.10, gt=0, le=1)
@@ -154,6 +162,13 @@ class RoundsParams(_Section):
     # schedule.json and reused when the measurement resumes); an integer fixes it
     order_seed: Optional[int] = Field(None, ge=0, lt=2 ** 31)
     process_deadline_s: float = Field(1800.0, gt=0, le=86400)   # one process; killed with its group past it
+
+
+class SecondaryParams(_Section):
+    """The secondary rounds (stage `secondary`, measure.py, engine 1): every variant not in
+    rounds.headline, beside the baselines it is compared with (params.secondary_variants), in
+    sequential rounds of their own; rounds.busy_share, order_seed and process_deadline_s apply."""
+    count: int = Field(3, ge=1, le=100)
 
 
 class ScalingModelParams(_Section):
@@ -242,6 +257,7 @@ class Params(_Section):
     sweep: SweepParams = Field(default_factory=SweepParams)
     multiworker: MultiworkerParams = Field(default_factory=MultiworkerParams)
     rounds: RoundsParams = Field(default_factory=RoundsParams)
+    secondary: SecondaryParams = Field(default_factory=SecondaryParams)
     report: ReportParams = Field(default_factory=ReportParams)
 
     @field_validator("variants")
@@ -286,6 +302,16 @@ class Params(_Section):
                                  f"declares; rename one of them")
             seen[v.name] = origin
         names = list(seen)
+        # the blog's four may be absent (a params file that declares other variants measures them all
+        # in the secondary rounds); any other name must be declared (a typo never passes)
+        for i, name in enumerate(self.rounds.headline):
+            if name not in seen and name not in HEADLINE:
+                raise ValueError(f"rounds.headline: {name!r} names no variant (have: {', '.join(names)})")
+            if name in self.rounds.headline[:i]:
+                raise ValueError(f"rounds.headline: {name!r} is listed twice")
+            if name in seen and self.variant(name).workers:
+                raise ValueError(f"rounds.headline: {name!r} is a multi-worker job, which the held engine does not "
+                                 f"hold; it belongs to the secondary rounds")
         if self.report.baseline not in seen:
             raise ValueError(f"report.baseline: {self.report.baseline!r} names no variant (have: {', '.join(names)})")
         files = [n for n in names if self.pipeline_of(self.variant(n)) == "files"]
@@ -319,6 +345,24 @@ class Params(_Section):
             out.append(Variant(name=MULTIWORKER_VARIANT, loop="custom", replicas=self.multiworker.workers,
                                workers=self.multiworker.workers))
         return out
+
+    def headline_variants(self) -> list[Variant]:
+        """The variants of the headline rounds (stage `rounds`), in the params' order."""
+        return [v for v in self.all_variants() if v.name in self.rounds.headline]
+
+    def secondary_variants(self) -> list[Variant]:
+        """The variants of the secondary rounds (stage `secondary`): every variant not in the headline,
+        and beside them the baselines they are compared with, measured again in these rounds (a ratio
+        pairs only processes of one round): report.baseline, and for each loop the 1-replica
+        files-fed run of that loop.  Empty when the headline holds every variant."""
+        rest = [v for v in self.all_variants() if v.name not in self.rounds.headline]
+        if not rest:
+            return []
+        loops = {v.loop for v in rest}
+        keep = {self.report.baseline} | {v.name for v in self.all_variants()
+                                         if v.loop in loops and v.replicas == 1 and v.cores is None
+                                         and not v.workers and self.pipeline_of(v) == "files"}
+        return [v for v in self.all_variants() if v.name in keep or v in rest]
 
     def is_sweep(self, name: str) -> bool:
         return name in {sweep_name(r, loop) for r in self.sweep.replicas for loop in self.sweep.loops}

@@ -60,6 +60,16 @@ class LoopConfig:
     custom_graph: str = "epoch"
     step_timing: bool = False
     custom_steps_per_call: int = 1
+    # hold.Gate of a held process (measure.py, engine 2): each timed epoch waits for the scheduler's
+    # `go` before its clock starts and reports its seconds after; the holds are left out of the
+    # whole-call windows (repeat_wall_seconds, repeat_cpu_seconds).  None: nothing waits.
+    gate: Optional[object] = None
+
+
+def _held(cfg: LoopConfig) -> tuple[float, float]:
+    """(wall, CPU) seconds the process has been held so far: subtracted from a whole-call window."""
+    g = cfg.gate
+    return (g.held_seconds, g.held_cpu_seconds) if g is not None else (0.0, 0.0)
 
 
 @dataclass
@@ -131,6 +141,8 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
             self.steps.append(time.perf_counter() - self.s0)
 
         def on_epoch_begin(self, epoch, logs=None):
+            if self.phase == "timed" and cfg.gate is not None:
+                cfg.gate.wait()
             self.c0, self.t0 = time.process_time(), time.perf_counter()
 
         def on_epoch_end(self, epoch, logs=None):
@@ -138,6 +150,8 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
             cpu = time.process_time() - self.c0
             self.seconds.append(dt)
             if self.phase == "timed":
+                if cfg.gate is not None:
+                    cfg.gate.done(dt, cpu)
                 res.step_seconds.extend(self.steps)
                 res.epoch_seconds.append(dt)
                 res.epoch_cpu_seconds.append(cpu)
@@ -167,10 +181,11 @@ def run_fit(strategy, model, optimizer, dataset, n_images: int, cfg: LoopConfig,
         res.warmup_seconds = sum(warm.seconds)
     for _ in range(cfg.repeats):
         timer = EpochTimer("timed", cfg.epochs)
-        c0, t0 = time.process_time(), time.perf_counter()
+        (h0, hc0), c0, t0 = _held(cfg), time.process_time(), time.perf_counter()
         fit(timer, cfg.epochs)
-        res.repeat_wall_seconds.append(time.perf_counter() - t0)
-        res.repeat_cpu_seconds.append(time.process_time() - c0)
+        (h1, hc1) = _held(cfg)
+        res.repeat_wall_seconds.append(time.perf_counter() - t0 - (h1 - h0))
+        res.repeat_cpu_seconds.append(time.process_time() - c0 - (hc1 - hc0))
         res.repeat_seconds.append(sum(timer.seconds))
     return res
 
@@ -309,9 +324,13 @@ def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg:
     for i in range(cfg.warmup_epochs):
         res.warmup_seconds += one("warmup", i + 1, cfg.warmup_epochs)[0]
     for _ in range(cfg.repeats):
-        total, c0, t0 = 0.0, time.process_time(), time.perf_counter()
+        total, (h0, hc0), c0, t0 = 0.0, _held(cfg), time.process_time(), time.perf_counter()
         for i in range(cfg.epochs):
+            if cfg.gate is not None:
+                cfg.gate.wait()
             dt, cpu, loss, acc, n = one("timed", i + 1, cfg.epochs)
+            if cfg.gate is not None:
+                cfg.gate.done(dt, cpu)
             res.epoch_seconds.append(dt)
             res.epoch_cpu_seconds.append(cpu)
             if len(res.epoch_seconds) == 1:
@@ -320,7 +339,8 @@ def run_custom(strategy, model, optimizer, dataset, global_batch_size: int, cfg:
             res.epoch_accuracy.append(acc)
             res.epoch_images.append(n)
             total += dt
-        res.repeat_wall_seconds.append(time.perf_counter() - t0)
-        res.repeat_cpu_seconds.append(time.process_time() - c0)
+        (h1, hc1) = _held(cfg)
+        res.repeat_wall_seconds.append(time.perf_counter() - t0 - (h1 - h0))
+        res.repeat_cpu_seconds.append(time.process_time() - c0 - (hc1 - hc0))
         res.repeat_seconds.append(total)
     return res

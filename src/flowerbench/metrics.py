@@ -44,9 +44,8 @@ def _ratio(prefix: str, est: S.Estimate) -> dict[str, Any]:
             f"{prefix}_half_width_pct": est.half_width_pct, f"{prefix}_verdict": S.verdict(est)}
 
 
-def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, list[float]],
-                    pool=None) -> dict[str, dict]:
-    """Per variant, from its process times round by round (`per_round`, rounds.Rounds.seconds):
+def compute_metrics(results: list[Result], baseline: str, rounds, pool=None) -> dict[str, dict]:
+    """Per variant, from its process times round by round (`rounds`, a rounds.Study or Rounds):
 
       * timed seconds: the geometric mean over rounds with its 95 % interval (between processes);
       * speed-up vs `baseline` (the blog's basis: single_fit) and vs the single-replica run of the same
@@ -58,17 +57,15 @@ def compute_metrics(results: list[Result], baseline: str, per_round: dict[str, l
     `results` (rounds.Rounds.pooled) supplies what describes a variant.  `pool` (pool.Pool): the
     intervals' spread pooled over this run and the committed references of its kind; None: this
     run's own.  KeyError if the baseline has no result (the caller names it)."""
-    base = per_round[baseline]
-
-    def ratio(other: str, variant: str) -> S.Estimate:
-        if pool is not None:
-            return pool.paired(other, variant)
-        return S.paired(per_round[other], per_round[variant])
+    if baseline not in rounds.variants():
+        raise KeyError(baseline)
+    pool = own_pool(rounds, pool)
+    ratio = pool.paired
 
     out = {}
     for r in results:
-        secs = per_round[r.variant]
-        t = pool.seconds(r.variant) if pool is not None else S.geometric(secs)
+        secs = rounds.seconds(r.variant)
+        t = pool.seconds(r.variant)
         m: dict[str, Any] = {"loop": r.loop, "replicas": r.replicas, "device_kind": r.device_kind,
                              "budget_kind": r.budget_kind, "budget_cores": r.budget_cores, "rounds": len(secs),
                              "timed_seconds": t.point, "timed_seconds_ci_low": t.low,
@@ -138,8 +135,9 @@ def pairing(rounds, against: str, variant: str, estimator: str = CHOSEN) -> dict
     """What pairing inside a round removed from one ratio's variance (this run): the variance of the
     log paired ratio against the sum of the two arms' variances over rounds (unpaired), and the part a
     round shares (their covariance).  None where fewer than 3 rounds leave no spread worth splitting."""
-    la = [math.log(x) for x in rounds.seconds(against, estimator)]
-    lb = [math.log(x) for x in rounds.seconds(variant, estimator)]
+    part = rounds.holding(against, variant)
+    la = [math.log(x) for x in part.seconds(against, estimator)]
+    lb = [math.log(x) for x in part.seconds(variant, estimator)]
     if len(la) < 3:
         return {"paired_var": None, "unpaired_var": None, "shared_var": None, "removed_pct": None}
     va, vb = statistics.variance(la), statistics.variance(lb)
@@ -149,7 +147,7 @@ def pairing(rounds, against: str, variant: str, estimator: str = CHOSEN) -> dict
 
 
 def _has_cpu(rounds) -> bool:
-    return all(r.epoch_cpu_seconds is not None for rnd in rounds.runs for r in rnd.values())
+    return all(r.epoch_cpu_seconds is not None for r in rounds.results())
 
 
 def variance_split(rounds, results: list[Result], baseline: str, target_pct: float, pool=None) -> dict:
@@ -165,10 +163,11 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     given, pool = pool, own_pool(rounds, pool)
     for r, other, est in compared_ratios(rounds, results, baseline, pool):
         basis = "vs_baseline" if other == baseline else "vs_single"
-        own = S.paired(rounds.seconds(other), rounds.seconds(r.variant))
+        part = rounds.holding(other, r.variant)     # compared ratios pair inside one part
+        own = S.paired(part.seconds(other), part.seconds(r.variant))
         comp = pool.components(other, r.variant)
-        whole = S.paired(rounds.seconds(other, "whole_call"), rounds.seconds(r.variant, "whole_call"))
-        cpu_est = S.paired(rounds.seconds(other, "cpu"), rounds.seconds(r.variant, "cpu")) if cpu else None
+        whole = S.paired(part.seconds(other, "whole_call"), part.seconds(r.variant, "whole_call"))
+        cpu_est = S.paired(part.seconds(other, "cpu"), part.seconds(r.variant, "cpu")) if cpu else None
         ratios[f"{r.variant} {basis}"] = {
             "variant": r.variant, "basis": basis, "against": other, "log_sd": est.log_sd, "df": est.dof,
             "own_log_sd": own.log_sd, "pooled_runs": comp["runs"], "between_run_sd": comp["between_sd"],
@@ -176,14 +175,10 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
             "rounds_needed": S.rounds_needed(est.log_sd, target_pct) if est.log_sd else None,
             "whole_call": whole.point, "whole_call_low": whole.low, "whole_call_high": whole.high,
             "cpu_log_sd": None if cpu_est is None else cpu_est.log_sd, **pairing(rounds, other, r.variant)}
-    runs = [r for rnd in rounds.runs for r in rnd.values()]
+    runs = rounds.parts[0].results()         # the costs of the headline rounds (held or not)
     epoch_s = statistics.median(e for r in runs for e in r.epoch_seconds)
     call_s = statistics.median(max(0.0, w - t) for r in runs for w, t in zip(r.repeat_wall_seconds, r.repeat_seconds))
-    # a process's own cost: its whole wall time (interpreter, TensorFlow's import, tracing, warm-up) as
-    # the rounds recorded it, less its timed calls
-    wall = {(p.round, p.variant): p.wall_seconds for p in rounds.schedule.processes}
-    process_s = statistics.median(max(0.0, wall.get((k, v), r.stage_seconds) - sum(r.repeat_wall_seconds))
-                                  for k, rnd in enumerate(rounds.runs, start=1) for v, r in rnd.items())
+    process_s = statistics.median(process_costs(rounds.parts[0]))
     var = {level: pooled[level]["variance"] for level in ("epoch", "repeat", "round")}
     if var["repeat"] is None:     # one repeat per process: epochs sit directly under the process
         counts = {"epochs_per_repeat": S.per_level(process_s, epoch_s, var["epoch"], var["round"]),
@@ -200,6 +195,23 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
                                                "left_out": pool.left_out, "identity_known": pool.identity_known,
                                                "words": pool.describe()},
             "costs_seconds": {"epoch": epoch_s, "repeat_call": call_s, "process": process_s}, "counts": counts}
+
+
+def process_costs(rounds) -> list[float]:
+    """Each process's own cost in one part (rounds.Rounds), what a process adds beyond its timed
+    epochs: held (engine 2), its start-up and warm-up until it was held (ready_after_seconds);
+    sequential, its whole wall time (interpreter, TensorFlow's import, tracing, warm-up) less its
+    timed calls."""
+    rec = {(p.round, p.variant): p for p in rounds.schedule.processes}
+    out = []
+    for k, rnd in enumerate(rounds.runs, start=1):
+        for v, r in rnd.items():
+            p = rec.get((k, v))
+            if p is not None and p.ready_after_seconds is not None:
+                out.append(p.ready_after_seconds)
+            else:
+                out.append(max(0.0, (p.wall_seconds if p else r.stage_seconds) - sum(r.repeat_wall_seconds)))
+    return out
 
 
 def single_files(results: list[Result]) -> tuple[Result | None, Result | None]:
@@ -242,11 +254,11 @@ def comparisons(rounds, results: list[Result], metrics: dict, pool=None) -> dict
             sf, sc = metrics[f.variant]["single_same_loop"], metrics[c.variant]["single_same_loop"]
 
             def logs(rr, f=f, c=c, sf=sf, sc=sc):
-                have = rr.runs[0]
-                if not all(v in have for v in (f.variant, c.variant, sf, sc)):
+                part = rr.holding(f.variant, c.variant, sf, sc)
+                if part is None:
                     return None
                 return [math.log(a / b) - math.log(x / y) for a, b, x, y in zip(
-                    rr.seconds(sf), rr.seconds(f.variant), rr.seconds(sc), rr.seconds(c.variant))]
+                    part.seconds(sf), part.seconds(f.variant), part.seconds(sc), part.seconds(c.variant))]
             out[f"efficiency_fit_over_custom_{n}"] = _cmp(pool.estimate(logs), replicas=n, fit=f.variant,
                                                           custom=c.variant)
     for t in (r for r in results if r.budget_kind == "threads"):
@@ -287,7 +299,7 @@ def same_budget_single(r: Result, results: list[Result]) -> Result | None:
     return None
 
 
-def input_ceiling(results: list[Result], per_round: dict[str, list[float]]) -> list[dict]:
+def input_ceiling(results: list[Result], rounds) -> list[dict]:
     """Each in-memory-tensors result beside the files result it shadows (same loop, replicas, batch):
     real / tensors as a paired ratio over rounds (stats.paired).
 
@@ -299,10 +311,13 @@ def input_ceiling(results: list[Result], per_round: dict[str, list[float]]) -> l
         twins = [r for r in results if r.pipeline == "files" and all(getattr(r, k) == getattr(s, k) for k in same)]
         if twins:
             f = twins[0]
-            est = S.paired(per_round[f.variant], per_round[s.variant])
+            part = rounds.holding(f.variant, s.variant)
+            if part is None:
+                continue
+            est = S.paired(part.seconds(f.variant), part.seconds(s.variant))
             rows.append({"real": f.variant, "tensors": s.variant, "loop": s.loop, "replicas": s.replicas,
-                         "real_seconds": S.geometric(per_round[f.variant]).point,
-                         "tensors_seconds": S.geometric(per_round[s.variant]).point,
+                         "real_seconds": S.geometric(part.seconds(f.variant)).point,
+                         "tensors_seconds": S.geometric(part.seconds(s.variant)).point,
                          "real_images_per_second": f.images_per_second,
                          "tensors_images_per_second": s.images_per_second,
                          "real_over_tensors": est.point, "real_over_tensors_ci_low": est.low,

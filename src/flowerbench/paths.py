@@ -19,6 +19,7 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png"})  # what counts as an image
 RESULTS = Path("results")                 # the rounds (below) and the model's terms
 ROUNDS = RESULTS / "rounds"               # stage `rounds`: r01/<variant>.json ... and schedule.json
 SCHEDULE = ROUNDS / "schedule.json"       # the rounds' order, core rotation and the host's load per process
+SECONDARY = RESULTS / "secondary"         # stage `secondary`: the same layout, every other variant and its baselines
 TERMS = RESULTS / "model-terms.json"       # the model's terms on this host (stage `terms`; no variant name has a -)
 REPORTS = Path("reports")
 FIGURES = REPORTS / "figures"

@@ -6,7 +6,7 @@ it, and one measurement's own sd from 3 rounds (df = 2) is mostly luck: over the
 uses the within-run variance of a one-way random-effects model (stats.random_effects) pooled over:
 
   * this run, and
-  * every committed reference run under reports/reference/<name>/results/rounds/ of the same host
+  * every committed reference run under reports/reference/<name>/results/ of the same host
     identity (host schema 2, host.same_identity), the same measuring engine (schedule.ENGINE) and
     the same measured params (seed, data, model, train, variants); the estimator is the same by
     construction, since every run is re-estimated from its raw per-process results here.
@@ -15,6 +15,11 @@ The between-run component is reported beside it, for claims about the host.  A n
 from its own run, and the report says so.  Nothing accumulates across `dvc repro` runs: the pool is
 read from committed folders only, so experiments and branches stay clean.  A reference that is this
 run itself (the same processes, by start time) is counted once.
+
+A run is a rounds.Study (its headline rounds and its secondary rounds): a ratio pools over the part of
+each run that measured both of its variants.  Two variants no part measured together (the threads
+run of the secondary rounds against a headline mirrored run) are compared through a baseline both
+parts measured: the two paired ratios are independent, so their spreads add (`bridged`).
 """
 
 from __future__ import annotations
@@ -22,10 +27,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from . import host, paths, stats as S
-from .rounds import Rounds, RoundsError, load as load_rounds
+from .rounds import Rounds, RoundsError, Study, load as load_rounds, load_study
 
 REFERENCE = paths.REPORTS / "reference"
 # the params a process's time depends on (train.verbose aside): runs of other params never pool
@@ -38,18 +43,22 @@ def params_key(r) -> dict:
     return p
 
 
-def processes(rounds: Rounds) -> frozenset:
+Run = Union[Rounds, Study]
+
+
+def processes(rounds: Run) -> frozenset:
     """The processes a run holds (variant, start time): two runs that share one are one measurement."""
-    return frozenset((r.variant, r.started_at) for rnd in rounds.runs for r in rnd.values())
+    return frozenset((r.variant, r.started_at) for r in rounds.results())
 
 
-def kind_of(rounds: Rounds) -> tuple[Optional[dict], int, dict]:
-    """(host description, engine, measured params) of a run, from its first process's result."""
-    first = next(iter(rounds.runs[0].values()))
-    return first.host, rounds.schedule.engine, params_key(first)
+def kind_of(rounds: Run) -> tuple[Optional[dict], int, dict]:
+    """(host description, engine, measured params) of a run, from its first process's result and its
+    headline's engine."""
+    first = rounds.parts[0].results()[0]
+    return first.host, rounds.parts[0].schedule.engine, params_key(first)
 
 
-def same_kind(a: Rounds, b: Rounds) -> bool:
+def same_kind(a: Run, b: Run) -> bool:
     """Two runs whose within-run variances may pool: one known host identity, engine and measured params."""
     (ha, ea, pa), (hb, eb, pb) = kind_of(a), kind_of(b)
     return host.same_identity(ha, hb) and ea == eb and pa == pb
@@ -58,35 +67,38 @@ def same_kind(a: Rounds, b: Rounds) -> bool:
 @dataclass
 class Pool:
     """This run (runs[0]) and the references pooled with it; `left_out`: folder -> why not pooled."""
-    runs: list[Rounds]
+    runs: list[Run]
     names: list[str]
     left_out: dict[str, str] = field(default_factory=dict)
 
     @property
-    def here(self) -> Rounds:
+    def here(self) -> Run:
         return self.runs[0]
 
     @property
     def identity_known(self) -> bool:
         return host.identity_known(kind_of(self.here)[0])
 
-    def _groups(self, values: Callable[[Rounds], Optional[list[float]]]) -> list[list[float]]:
+    def _groups(self, values: Callable[[Run], Optional[list[float]]]) -> list[list[float]]:
         return [g for rr in self.runs if (g := values(rr)) is not None]
 
     def components(self, numerator: str, denominator: Optional[str] = None) -> dict:
         """stats.random_effects over the pooled runs of the log paired ratio numerator over
-        denominator (baseline seconds over a run's: a speed-up), or of a variant's log seconds."""
-        def values(rr: Rounds) -> Optional[list[float]]:
-            have = rr.runs[0]
-            if numerator not in have or (denominator is not None and denominator not in have):
+        denominator (baseline seconds over a run's: a speed-up), or of a variant's log seconds, each
+        from the part of a run that measured both (or the variant)."""
+        names = (numerator,) if denominator is None else (numerator, denominator)
+
+        def values(rr: Run) -> Optional[list[float]]:
+            part = rr.holding(*names)
+            if part is None:
                 return None
             if denominator is None:
-                return [math.log(x) for x in rr.seconds(numerator)]
-            return S.logs_of(rr.seconds(numerator), rr.seconds(denominator))
+                return [math.log(x) for x in part.seconds(numerator)]
+            return S.logs_of(part.seconds(numerator), part.seconds(denominator))
         return S.random_effects(self._groups(values))
 
-    def estimate(self, logs: Callable[[Rounds], Optional[list[float]]]) -> S.Estimate:
-        """Any per-round log quantity of this run (`logs(rounds)`, None where a run lacks it) with its
+    def estimate(self, logs: Callable[[Run], Optional[list[float]]]) -> S.Estimate:
+        """Any per-round log quantity of this run (`logs(run)`, None where a run lacks it) with its
         spread pooled over the runs: a ratio of two paired ratios, say."""
         c = S.random_effects(self._groups(logs))
         return S.from_logs(logs(self.here), None if c["within_sd"] is None else (c["within_sd"], c["df_within"]))
@@ -98,8 +110,23 @@ class Pool:
         return None if c["within_sd"] is None else (c["within_sd"], c["df_within"])
 
     def paired(self, baseline: str, variant: str) -> S.Estimate:
-        """This run's speed-up of `variant` over `baseline` with the pooled spread."""
-        return S.paired(self.here.seconds(baseline), self.here.seconds(variant), self.spread(baseline, variant))
+        """This run's speed-up of `variant` over `baseline` with the pooled spread: paired inside the
+        part that measured both, else `bridged` through a baseline both parts measured."""
+        part = self.here.holding(baseline, variant)
+        if part is None:
+            return self.bridged(baseline, variant)
+        return S.paired(part.seconds(baseline), part.seconds(variant), self.spread(baseline, variant))
+
+    def bridged(self, baseline: str, variant: str) -> S.Estimate:
+        """`variant` over `baseline` when no part measured both: (c / variant) / (c / baseline), for the
+        first variant c that the homes of both measured, each paired ratio in its own part, their
+        spreads added (stats.independent_ratio).  ValueError when no such c exists."""
+        a, b = self.here.home(baseline), self.here.home(variant)
+        common = next((c for c in a.variants() if c in b.variants() and c not in (baseline, variant)), None)
+        if common is None:
+            raise ValueError(f"{baseline} and {variant}: no part of this run measured them, or a baseline, "
+                             f"together")
+        return S.independent_ratio(self.paired(common, variant), self.paired(common, baseline))
 
     def seconds(self, variant: str) -> S.Estimate:
         """This run's seconds of `variant` (geometric mean over rounds) with the pooled spread."""
@@ -159,7 +186,7 @@ def committed(variants: list[str], root: Path = REFERENCE,
     return out
 
 
-def load(here: Rounds, variants: list[str], root: Path = REFERENCE, also: Optional[list[Rounds]] = None) -> Pool:
+def load(here: Run, variants: list[str], root: Path = REFERENCE, also: Optional[list[Run]] = None) -> Pool:
     """`here` and every committed reference under `root` of its kind (module docstring); `also`: other
     runs of this kind to pool as well (the A/B's other side), each counted once."""
     pool = Pool([here, *(also or [])], ["this run", *(f"run {k}" for k in range(2, 2 + len(also or [])))])
@@ -169,7 +196,7 @@ def load(here: Rounds, variants: list[str], root: Path = REFERENCE, also: Option
     seen = [processes(rr) for rr in pool.runs]
     for folder in sorted(p for p in Path(root).iterdir() if (p / "results" / "rounds" / "schedule.json").is_file()):
         try:
-            rr = load_rounds(variants, folder / "results" / "rounds")
+            rr = load_study(variants, folder / "results", strict=False)
         except RoundsError as exc:
             pool.left_out[folder.name] = f"not readable with these variants ({str(exc)[:80]})"
             continue

@@ -1,4 +1,4 @@
-"""Interleaved rounds, read back: every process's result by round and variant, with its schedule.
+"""The rounds, read back: every process's result by round and variant, with its schedule.
 
 A round runs every variant once, each as its own process (the core mask, the thread pools and
 the logical devices are fixed when TensorFlow starts, so variants cannot share one), in the order
@@ -7,6 +7,10 @@ and no measured process imports it (an edit here re-measures nothing):
 
     results/rounds/schedule.json        the plan and the record of every process (schedule.Schedule)
     results/rounds/r01/<variant>.json   one result (results.Result) per process
+    results/secondary/...               the same for the secondary stage's variants and baselines
+
+A run is a `Study`: its headline rounds and, where the secondary stage ran, its secondary rounds.  A
+ratio pairs the processes of one round of one of them (`holding`), never across them.
 
 What one process contributes to a comparison is estimators.process_seconds (the chosen estimator).
 """
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from . import paths
 from .results import Result, ResultError, load as load_result
@@ -53,6 +57,25 @@ class Rounds:
     def busy(self) -> list[Process]:
         return [p for p in self.schedule.processes if p.busy]
 
+    # the Study interface, for a run measured in one folder (every reference before engine 2)
+    @property
+    def parts(self) -> list["Rounds"]:
+        return [self]
+
+    def variants(self) -> list[str]:
+        return list(self.runs[0]) if self.runs else []
+
+    def holding(self, *names: str) -> Optional["Rounds"]:
+        """Itself when it measured every one of `names` (a ratio of them pairs inside its rounds)."""
+        return self if all(n in self.variants() for n in names) else None
+
+    def home(self, variant: str) -> Optional["Rounds"]:
+        return self.holding(variant)
+
+    def results(self) -> list[Result]:
+        """Every process's result, round by round."""
+        return [r for rnd in self.runs for r in rnd.values()]
+
     def pooled(self) -> list[Result]:
         """One result per variant, in the params' order: every round's repeats side by side (for the
         per-epoch table, the figures and the model); comparisons use `seconds`, never these."""
@@ -83,11 +106,13 @@ def pool(runs: list[Result]) -> Result:
     return Result.model_validate(d)
 
 
-def load(variants: list[str], rounds_dir: Path = paths.ROUNDS) -> Rounds:
+def load(variants: list[str], rounds_dir: Path = paths.ROUNDS, subset: bool = False) -> Rounds:
     """The complete rounds for `variants` (the params' variants, in their order), checked against the
-    schedule: every process recorded, every result present and of the variant it names."""
+    schedule: every process recorded, every result present and of the variant it names.  `subset`:
+    the folder may hold other variants too (only `variants` are read: the A/B's headline from a
+    reference that measured more)."""
     sched = load_schedule(rounds_dir / paths.SCHEDULE.name)
-    if sorted(sched.variants) != sorted(variants):
+    if (not set(variants) <= set(sched.variants)) if subset else sorted(sched.variants) != sorted(variants):
         raise RoundsError(f"{rounds_dir / paths.SCHEDULE.name}: ran variants {', '.join(sched.variants)}, "
                           f"the params declare {', '.join(variants)}; rerun `dvc repro`")
     if not sched.complete:
@@ -108,3 +133,87 @@ def load(variants: list[str], rounds_dir: Path = paths.ROUNDS) -> Rounds:
             rnd[v] = r
         runs.append(rnd)
     return Rounds(sched, runs)
+
+
+class Study:
+    """The measurements of one run: the headline rounds first, then the secondary rounds (each a
+    Rounds of its own variants and processes).  A variant's home is the first part that measured it
+    (a baseline measured in both is the headline's); a ratio pairs processes of one part (`holding`).
+    It answers what a Rounds answers about a variant from its home."""
+
+    def __init__(self, parts: list[Rounds]):
+        self.parts = parts
+
+    @property
+    def headline(self) -> Rounds:
+        return self.parts[0]
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.headline.schedule
+
+    @property
+    def count(self) -> int:
+        return self.headline.count
+
+    def variants(self) -> list[str]:
+        return list(dict.fromkeys(v for part in self.parts for v in part.variants()))
+
+    def holding(self, *names: str) -> Optional[Rounds]:
+        return next((part for part in self.parts if part.holding(*names)), None)
+
+    def home(self, variant: str) -> Optional[Rounds]:
+        return self.holding(variant)
+
+    def _home(self, variant: str) -> Rounds:
+        part = self.home(variant)
+        if part is None:
+            raise KeyError(variant)
+        return part
+
+    def of(self, variant: str) -> list[Result]:
+        return self._home(variant).of(variant)
+
+    def seconds(self, variant: str, estimator: str = CHOSEN) -> list[float]:
+        return self._home(variant).seconds(variant, estimator)
+
+    def epochs(self, variant: str) -> list[list[list[float]]]:
+        return self._home(variant).epochs(variant)
+
+    def pooled(self) -> list[Result]:
+        return [pool(self.of(v)) for v in self.variants()]
+
+    def results(self) -> list[Result]:
+        return [r for part in self.parts for r in part.results()]
+
+    def busy(self) -> list[Process]:
+        return [p for part in self.parts for p in part.busy()]
+
+    def unsettled(self) -> list[tuple[int, str]]:
+        return [x for part in self.parts for x in part.unsettled()]
+
+
+def load_study(variants: list[str], results_dir: Path = paths.RESULTS, strict: bool = True) -> Study:
+    """The run under `results_dir`: its headline rounds (rounds/) and, where the secondary stage
+    measured, its secondary rounds (secondary/), each complete and checked (load); together they
+    must hold `variants` (the params' variants, in their order), and with `strict` nothing else (a
+    reference read for its spread may have measured more)."""
+    parts = []
+    for sub in (paths.ROUNDS.name, paths.SECONDARY.name):
+        folder = Path(results_dir) / sub
+        if sub == paths.SECONDARY.name and not (folder / paths.SCHEDULE.name).is_file():
+            continue
+        sched = load_schedule(folder / paths.SCHEDULE.name)
+        unknown = [v for v in sched.variants if v not in variants]
+        if unknown and strict:
+            raise RoundsError(f"{folder / paths.SCHEDULE.name}: ran {', '.join(unknown)}, which the params do "
+                              f"not declare; rerun `dvc repro`")
+        mine = [v for v in variants if v in sched.variants]
+        if mine:
+            parts.append(load(mine, folder, subset=True))
+    have = {v for part in parts for v in part.variants()}
+    missing = [v for v in variants if v not in have]
+    if missing or not parts:
+        raise RoundsError(f"{results_dir}: no rounds measured {', '.join(missing or variants)}; rerun `dvc repro` "
+                          f"(stages rounds and secondary)")
+    return Study(parts)

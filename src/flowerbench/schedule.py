@@ -28,12 +28,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from .io import OutputError, read_json
 
 # 2: order_seed, the Williams square's shuffle (schema 1 shuffled with the training seed, `seed`)
-SCHEDULE_SCHEMA = 2
-READABLE_SCHEMAS = (1, 2)
+# 3: a process's hold (held, ready_after_seconds, released_seconds, round_release_seconds)
+SCHEDULE_SCHEMA = 3
+READABLE_SCHEMAS = (1, 2, 3)
 # The measuring engine's version: how the processes are started, ordered and timed.  Variances are
 # pooled only over measurements of one engine (and one host identity, stats.random_effects); 0 is a
-# schedule of schema 1, written before engines were numbered.
+# schedule of schema 1, written before engines were numbered.  1: sequential, each process from start
+# to exit; 2: held, the round's processes warmed two at a time and released one epoch at a time (hold.py).
 ENGINE = 1
+HELD_ENGINE = 2
 
 
 class RoundsError(RuntimeError):
@@ -87,6 +90,11 @@ class Process(BaseModel):
     steal_share: Optional[float]    # of the host's CPU time while it ran (/proc/stat), 0..1
     foreign_share: Optional[float]  # host CPU busy time not spent by this process, of all CPUs, 0..1
     busy: bool                 # foreign_share or steal_share above the stage's limit
+    # engine 2 (held): the shares above are read over the process's released epochs only
+    held: bool = False
+    ready_after_seconds: Optional[float] = None    # start to warmed up and held (start-up + warm-up)
+    released_seconds: Optional[float] = None       # its timed epochs, as it reported them
+    round_release_seconds: Optional[float] = None  # the round's whole release phase (every process's epochs)
 
 
 class Schedule(BaseModel):

@@ -138,6 +138,19 @@ def rounds_needed(log_sd: float, target_pct: float, most: int = 200) -> Optional
     return None
 
 
+def independent_ratio(a: Estimate, b: Estimate) -> Estimate:
+    """a / b for two estimates from independent processes (no round pairs them): the log means'
+    difference, its standard error the two added (welch), its df Welch-Satterthwaite's.  `n` is the
+    smaller count, and log_sd is the se scaled back by it, so log_se and the interval agree."""
+    n = min(a.n, b.n)
+    m = a.log_mean - b.log_mean
+    if a.log_se is None or b.log_se is None:
+        return Estimate(math.exp(m), None, None, n, m, None)
+    se, df = welch(a.log_se ** 2, a.dof, b.log_se ** 2, b.dof)
+    half = t975(df) * se
+    return Estimate(math.exp(m), math.exp(m - half), math.exp(m + half), n, m, se * n ** 0.5, df)
+
+
 # --------------------------------------------------------------------------- two independent means
 
 

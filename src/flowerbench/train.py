@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from . import budget, devices, host, paths, runtime
+from . import budget, devices, hold, host, paths, runtime
 from .config import Params, ParamsError
 from .io import write_json
 from .results import Result
@@ -52,7 +52,10 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS, ou
         f"{params.data.image_size}px, {params.train.warmup_epochs} warm-up + {params.train.epochs} timed epoch(s)")
     for note in plan.notes:
         log(variant.name, f"note: {note}")
-    result, _ = train_variant(params, variant, rt.strategy, batches, images, rt.devices_record())
+    gate = hold.from_env()             # held by the measuring engine (measure.py), or None
+    if gate is not None:
+        log(variant.name, "held: each timed epoch waits for the scheduler's release")
+    result, _ = train_variant(params, variant, rt.strategy, batches, images, rt.devices_record(), gate=gate)
     write_json(out_path, result.as_dict())
     log(variant.name, f"timed {result.timed_seconds:.2f}s ({result.images_per_second:.1f} img/s, "
         f"{plan.device_kind}) -> {out_path}")

@@ -196,13 +196,14 @@ def prepare(params: Params, variant: Variant):
 
 def train_variant(params: Params, variant: Variant, strategy, batches: Batches, images, devices: dict,
                   shard_policy: Optional[str] = None, on_ready: Optional[Callable] = None,
-                  show_epochs: bool = True):
+                  show_epochs: bool = True, gate=None):
     """The one training path: data, model, optimizer and loop under `strategy` -> (result, model).
 
     Every strategy (default, MirroredStrategy, MultiWorkerMirroredStrategy) goes through here;
     `devices` describes what the strategy runs on and goes into the result.  `on_ready(model)`
     runs once the model's and the optimizer's variables exist on every replica (the multi-worker
-    watchdog stands down there)."""
+    watchdog stands down there).  `gate` (hold.Gate): a held process, released one timed epoch at a
+    time by the measuring engine (loops.LoopConfig.gate)."""
     from .dataset import build_dataset
     from .devices import cross_device_ops_name, strategy_name
     from .loops import LoopConfig, build_optimizer_in_scope, run_custom, run_fit
@@ -228,7 +229,7 @@ def train_variant(params: Params, variant: Variant, strategy, batches: Batches, 
     cfg = LoopConfig(params.train.warmup_epochs, params.train.epochs, params.train.repeats,
                      params.train.jit_compile, params.train.steps_per_execution,
                      keras_verbose(params.train.verbose), params.train.custom_graph, params.train.step_timing,
-                     params.train.custom_steps_per_call)
+                     params.train.custom_steps_per_call, gate)
     hook = epoch_printer(variant.name, params.train.verbose) if show_epochs else None
     t0 = time.perf_counter()
     if variant.loop == "fit":

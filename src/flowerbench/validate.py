@@ -144,10 +144,9 @@ def reference_rows(params, terms: dict) -> list[dict]:
     """predict.predictions on the committed rounds, as the report computes them."""
     from . import metrics as M
 
-    rounds = R.load([v.name for v in params.all_variants()])
+    rounds = R.load_study([v.name for v in params.all_variants()])
     results = rounds.pooled()
-    per_round = {r.variant: rounds.seconds(r.variant) for r in results}
-    m = M.compute_metrics(results, params.report.baseline, per_round)
+    m = M.compute_metrics(results, params.report.baseline, rounds)
     return predict.predictions(results, terms, M.measured(m))
 
 

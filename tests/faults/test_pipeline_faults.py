@@ -22,6 +22,7 @@ def _dvc_popen(args: list[str], cwd: Path, **extra_env: str) -> subprocess.Popen
 
 def _back_to_the_committed_run(repo: Path) -> None:
     git("checkout", "--", ".", cwd=repo)
+    git("clean", "-fdq", "--", "results", cwd=repo)      # rounds a test added (r02/ ...)
     dvc("checkout", cwd=repo)
     assert status(repo) == {}
 
@@ -73,32 +74,33 @@ def test_a_second_repro_while_one_runs_stops_at_once(pipeline_repo, tmp_path):
 
 @pytest.mark.slow
 def test_a_hard_kill_mid_rounds_resumes_where_it_stopped(pipeline_repo):
-    """SIGKILL of the rounds stage right after its first process is recorded (two variants here, to
-    keep it short): DVC keeps the folder (persist: true), the schedule holds that one process and its
-    result, and the next `dvc repro` measures only the other one (the kept result's bytes unchanged),
-    then the report."""
+    """SIGKILL of the (held) rounds stage right after its first round is recorded (two variants, two
+    rounds here, to keep it short): DVC keeps the folder (persist: true), the schedule holds that
+    round's processes and their results, and the next `dvc repro` measures only round 2 (the kept
+    results' bytes unchanged, the order seed the same), then the report."""
     import yaml
 
     p = yaml.safe_load((pipeline_repo / "params.yaml").read_text())
     p["variants"] = {k: v for k, v in p["variants"].items() if k in ("single_fit", "single_custom")}
-    p["sweep"]["replicas"], p["multiworker"]["workers"] = [], 0
+    p["sweep"]["replicas"], p["multiworker"]["workers"], p["rounds"]["count"] = [], 0, 2
     (pipeline_repo / "params.yaml").write_text(yaml.safe_dump(p, sort_keys=False))
     rounds = pipeline_repo / "results" / "rounds"
     killed = _dvc_popen(["repro", "-s", "rounds"], pipeline_repo, FLOWERBENCH_FAILPOINT="kill:process-recorded")
     out = killed.communicate(timeout=300)[0]
     assert killed.returncode != 0 and "[failpoint] kill at process-recorded" in out, out[-3000:]
     sched = json.loads((rounds / "schedule.json").read_text())
-    assert len(sched["processes"]) == 1 and sched["count"] == 1
-    first = sched["processes"][0]["variant"]
-    assert first == sched["order"][0][0] and [p.name for p in (rounds / "r01").iterdir()] == [f"{first}.json"]
-    kept = (rounds / "r01" / f"{first}.json").read_bytes()
+    assert sched["count"] == 2 and sched["engine"] == 2
+    assert [(x["round"], x["variant"]) for x in sched["processes"]] == [(1, v) for v in sched["order"][0]]
+    assert not (rounds / "r02").exists()
+    kept = {v: (rounds / "r01" / f"{v}.json").read_bytes() for v in sched["order"][0]}
     assert "rounds" in status(pipeline_repo)
     proc = dvc("repro", cwd=pipeline_repo)
     said = proc.stdout + proc.stderr
-    assert "resuming: 1 of 2 processes already measured with these inputs" in said, said[-3000:]
-    assert f"1/2: {first}" not in said and said.count("[rounds] round 1/1,") == 1
-    assert (rounds / "r01" / f"{first}.json").read_bytes() == kept
-    assert len(json.loads((rounds / "schedule.json").read_text())["processes"]) == 2
+    assert "resuming: 2 of 4 processes already measured with these inputs" in said, said[-3000:]
+    assert "round 1/2" not in said and said.count("[rounds] rounds: round 2/2:") == 1
+    assert all((rounds / "r01" / f"{v}.json").read_bytes() == b for v, b in kept.items())
+    after = json.loads((rounds / "schedule.json").read_text())
+    assert len(after["processes"]) == 4 and after["order_seed"] == sched["order_seed"]
     assert status(pipeline_repo) == {}
     _back_to_the_committed_run(pipeline_repo)
 

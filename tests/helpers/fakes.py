@@ -85,9 +85,10 @@ def schedule(variants: list[str], count: int) -> dict:
             "variants": variants, "order": order, "usable_cores": 2, "busy_share": 0.1, "processes": procs}
 
 
-def write_rounds(results_dir: Path, records: dict[str, list[dict]]) -> None:
-    """results/rounds/: each variant's per-round records (results.Result dicts) and their schedule."""
-    rounds_dir = results_dir / "rounds"
+def write_rounds(results_dir: Path, records: dict[str, list[dict]], folder: str = "rounds") -> None:
+    """results/rounds/ (or results/<folder>/, say secondary/): each variant's per-round records
+    (results.Result dicts) and their schedule."""
+    rounds_dir = results_dir / folder
     count = len(next(iter(records.values())))
     for name, recs in records.items():
         for k, rec in enumerate(recs, start=1):

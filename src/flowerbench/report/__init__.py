@@ -35,7 +35,7 @@ from ..host import HostError, describe as describe_host, label as host_label, lo
 from ..io import atomic_write, write_dir, write_json
 from ..log import get_logger
 from ..results import Result
-from ..rounds import Rounds, RoundsError, load as load_rounds
+from ..rounds import RoundsError, Study, load_study
 from .audit import audit_section
 from .blog_explained import blog_explained
 from .conclusion import conclusion
@@ -56,16 +56,13 @@ class ReportError(RuntimeError):
     """A results file is missing or malformed, or the params name no result (one line)."""
 
 
-def load_results(params: Params, results_dir: Path = paths.RESULTS) -> Rounds:
-    """The complete rounds of every variant the params declare (rounds.load), or a one-line ReportError."""
+def load_results(params: Params, results_dir: Path = paths.RESULTS) -> Study:
+    """The complete rounds of every variant the params declare, headline and secondary
+    (rounds.load_study), or a one-line ReportError."""
     try:
-        rounds = load_rounds([v.name for v in params.all_variants()], results_dir / paths.ROUNDS.name)
+        return load_study([v.name for v in params.all_variants()], results_dir)
     except RoundsError as exc:
         raise ReportError(str(exc)) from None
-    if params.report.baseline not in rounds.runs[0]:
-        raise ReportError(f"report.baseline: variant {params.report.baseline!r} has no result "
-                          f"(have: {', '.join(rounds.runs[0])})")
-    return rounds
 
 
 def load_terms(path: Path = paths.TERMS) -> dict | None:
@@ -129,7 +126,7 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
     return "\n".join(out)
 
 
-def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dict, audit: list[dict],
+def markdown(rounds: Study, results: list[Result], metrics: dict, variance: dict, audit: list[dict],
              ceiling: list[dict], figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str],
              here: dict, terms: dict | None, predicted: list[dict], heldout: dict | None = None,
              compared: dict | None = None) -> str:
@@ -149,13 +146,13 @@ def markdown(rounds: Rounds, results: list[Result], metrics: dict, variance: dic
               *conclusion(results, metrics, audit, base, compared or {}),
               "## Figures", *(render.figure(name, caption) for name, (_, caption) in figs.items()
                               if name != OPENING_FIGURE),
-              *provenance(results, [r for rnd in rounds.runs for r in rnd.values()], measured_code())]
+              *provenance(results, rounds.results(), measured_code())]
     return "\n\n".join(blocks) + "\n"
 
 
 # The commands the rounds stage runs (measure.SPAWNED, which the report does not import: it reads the
 # rounds, it does not run them; tests/test_dvc.py holds the two equal).
-MEASURED_COMMANDS = ("rounds", "train", "launch", "worker")
+MEASURED_COMMANDS = ("rounds", "secondary", "train", "launch", "worker")
 
 
 def measured_code() -> frozenset[str]:
@@ -166,7 +163,7 @@ def measured_code() -> frozenset[str]:
     return frozenset(f"src/flowerbench/{m}" for m in closure(PACKAGE_DIR, list(MEASURED_COMMANDS)))
 
 
-def consistency_warnings(rounds: Rounds, results: list[Result]) -> list[str]:
+def consistency_warnings(rounds: Study, results: list[Result]) -> list[str]:
     """What makes results less comparable than they look: mixed params, commits or data trees, across
     variants or rounds."""
     warnings = []
@@ -177,12 +174,13 @@ def consistency_warnings(rounds: Rounds, results: list[Result]) -> list[str]:
     # (another schema version never gets this far: results.load refuses it)
     for what, key in (("git commits", "git_commit"), ("data trees", "data_tree_sha256")):
         groups: dict = {}
-        for k, rnd in enumerate(rounds.runs, start=1):
-            for r in rnd.values():
-                groups.setdefault(getattr(r, key), {}).setdefault(r.variant, []).append(k)
+        for part in rounds.parts:
+            for k, rnd in enumerate(part.runs, start=1):
+                for r in rnd.values():
+                    groups.setdefault(getattr(r, key), {}).setdefault(r.variant, []).append(k)
         if len(groups) > 1:
             def names(found: dict) -> str:
-                return ", ".join(v if len(ks) == rounds.count else f"{v} (round {', '.join(map(str, ks))})"
+                return ", ".join(v if len(ks) == rounds.home(v).count else f"{v} (round {', '.join(map(str, ks))})"
                                  for v, ks in found.items())
             warnings.append(f"results from {len(groups)} different {what}: " + "; ".join(
                 f"{str(k)[:12]}: {names(v)}" for k, v in groups.items()) + "; compare them with care")
@@ -198,14 +196,13 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     warnings = consistency_warnings(rounds, results)
     for w in warnings:
         log(f"warning: {w}")
-    per_round = {r.variant: rounds.seconds(r.variant) for r in results}
     base = params.report.baseline
     pool = P.load(rounds, [v.name for v in params.all_variants()], reference_dir)
-    metrics = M.compute_metrics(results, base, per_round, pool)
+    metrics = M.compute_metrics(results, base, rounds, pool)
     variance = M.variance_split(rounds, results, base, params.report.precision_target_pct, pool)
     compared = M.comparisons(rounds, results, metrics, pool)
     audit = blog.audit(params.report.blog_seconds, params.report.blog_claimed_reduction_pct)
-    ceiling = M.input_ceiling(results, per_round)
+    ceiling = M.input_ceiling(results, rounds)
     df = M.tidy(results)
     rows = predict.predictions(results, terms, M.measured(metrics))
     held = load_heldout()

@@ -30,25 +30,56 @@ def where_words(variance: dict) -> str:
             f"counts below); {pairing_words(variance)}.")
 
 
+def round_minutes(part) -> list[float]:
+    """Each round's wall minutes: from its first process's start to its last one's end (a held
+    round's processes overlap; a sequential round's follow each other)."""
+    from datetime import datetime
+
+    out = []
+    s = part.schedule
+    for k in range(1, s.count + 1):
+        ps = [p for p in s.processes if p.round == k]
+        starts = [datetime.fromisoformat(p.started_at).timestamp() for p in ps]
+        out.append((max(t + p.wall_seconds for t, p in zip(starts, ps)) - min(starts)) / 60)
+    return out
+
+
+def _part_lines(title: str, part) -> list[str]:
+    """One part's rounds: how they ran, their order, cores, minutes and busy processes."""
+    s = part.schedule
+    minutes = round_minutes(part)
+    rotated = s.usable_cores > 1 and len({p.first_core for p in s.processes}) > 1
+    held = all(p.held for p in s.processes)
+    blocks = s.count // len(s.variants) if s.variants else 0
+    how = (f"held (engine {s.engine}): a round's processes warmed up two at a time, each on the cores it is "
+           f"timed on, then were released one timed epoch at a time, cycling through the round in its order, "
+           f"nothing else running" if held else f"sequential (engine {s.engine}): each process from its start to "
+           f"its exit, one after another")
+    return [f"**{title}:** {s.count} round(s) x {len(s.variants)} variants ({', '.join(s.variants)}), each a "
+            f"process of its own, {how}. Order: the rows of a Williams square (every place, and every variant "
+            f"after every other, equally often, in each complete square of {len(s.variants)} rounds: "
+            f"{blocks} complete here), the variants placed in it by a shuffle with order seed {s.order_seed} "
+            f"(drawn for this measurement unless rounds.order_seed fixes it; the training seed {s.seed} is "
+            f"another); the one-replica runs' cores were "
+            + (f"rotated: each round starts them at its own first core (over {s.usable_cores})" if rotated else
+               "not rotated (one usable core, or one round)")
+            + f". A round took {min(minutes):.1f}-{max(minutes):.1f} min, {sum(minutes):.1f} min in all.",
+            table(["round", "order", "first core", "minutes", "busy processes"],
+                  [[k, " > ".join(order), next(p.first_core for p in s.processes if p.round == k),
+                    f"{minutes[k - 1]:.1f}",
+                    ", ".join(p.variant for p in s.processes if p.round == k and p.busy) or "none"]
+                   for k, order in enumerate(s.order, start=1)])]
+
+
 def precision(rounds, variance: dict) -> list[str]:
     """The section: rounds and order, the components, each ratio's half-width against the target, the
     counts the components call for, busy processes and unsettled warm-ups."""
     s = rounds.schedule
     target = variance["target_pct"]
-    per_round = [sum(p.wall_seconds for p in s.processes if p.round == k) for k in range(1, s.count + 1)]
-    rotated = s.usable_cores > 1 and len({p.first_core for p in s.processes}) > 1
-    out = ["## Precision: rounds, and where the variance lives",
-           f"{s.count} round(s) x {len(s.variants)} variants, each a process of its own; order: the rows of a "
-           f"Williams square (every place, and every variant after every other, equally often), the variants "
-           f"placed in it by a shuffle with order seed {s.order_seed} (drawn for this measurement unless "
-           f"rounds.order_seed fixes it; the training seed {s.seed} is another); the one-replica runs' cores were "
-           + (f"rotated: each round starts them at its own first core (over {s.usable_cores})" if rotated else
-              "not rotated (one usable core, or one round)")
-           + f". A round took {min(per_round) / 60:.1f}-{max(per_round) / 60:.1f} min.",
-           table(["round", "order", "first core", "busy processes"],
-                 [[k, " > ".join(order), next(p.first_core for p in s.processes if p.round == k),
-                   ", ".join(p.variant for p in s.processes if p.round == k and p.busy) or "none"]
-                  for k, order in enumerate(s.order, start=1)])]
+    per_round = round_minutes(rounds.parts[0])
+    out = ["## Precision: rounds, and where the variance lives"]
+    for title, part in zip(("The headline rounds", "The secondary rounds"), rounds.parts):
+        out += _part_lines(title if len(rounds.parts) > 1 else "The rounds", part)
     rows = []
     for level, words in LEVELS:
         c = variance["pooled"][level]
@@ -108,19 +139,19 @@ def precision(rounds, variance: dict) -> list[str]:
                  if missed else f"Every multi-replica speed-up reached ±{target:g} % with {s.count} round(s).")]
     c, cost = variance["counts"], variance["costs_seconds"]
     need = c.get("rounds")
-    per = sum(per_round) / len(per_round)
+    per = sum(per_round) / len(per_round) * 60
     out.append(
         f"What these components call for at this run's costs (a timed epoch {cost['epoch']:.2f} s, a process's "
         f"start and warm-up {cost['process']:.0f} s): {c['epochs_per_repeat']} timed epoch(s) per repeat and "
         f"{c['repeats_per_process']} repeat(s) per process (Kalibera & Jones's rule: repetitions at a level in "
         f"proportion to the square root of its variance over the level above's, times the cost ratio), and "
         + (f"{need} round(s) for every multi-replica speed-up to reach ±{target:g} % (about "
-           f"{need * per / 60:.0f} min at this run's {per / 60:.1f} min per round; from this run's spread, "
+           f"{need * per / 60:.0f} min at this run's {per / 60:.1f} min per headline round; from this run's spread, "
            f"itself an estimate from {s.count} round(s))." if need else "no round count (no spread measured)."))
     notes = []
     unsettled = rounds.unsettled()
     if unsettled:
-        notes.append(f"{len(unsettled)} of {len(s.processes)} process(es) had a first timed epoch more than "
+        notes.append(f"{len(unsettled)} of {len(rounds.results())} process(es) had a first timed epoch more than "
                      f"{SETTLE_TOLERANCE:.0%} slower than the median of the rest; the estimator keeps it (no rule "
                      f"drops epochs): " + ", ".join(f"round {k} {v}" for k, v in unsettled) + ".")
     busy = rounds.busy()
