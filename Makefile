@@ -101,9 +101,9 @@ reproduce: $(STAMP)
 	$(call REPRODUCE,)
 
 .PHONY: remeasure
-## remeasure: measure every result again on this host (empties results/rounds, then dvc repro --force)
+## remeasure: measure every result again on this host (empties results/rounds and results/secondary, then dvc repro --force)
 remeasure: $(STAMP)
-	rm -rf results/rounds
+	rm -rf results/rounds results/secondary
 	$(call REPRODUCE,--force)
 
 AB_ARGS ?=

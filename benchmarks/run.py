@@ -3,8 +3,10 @@
     .venv/bin/python -m benchmarks.run [--rounds 3] [--images 192] [--image-size 32] [--epochs 2]
                                        [--no-scaling] [--no-reproduce] [--keep-reproduce DIR]
 
-Every measurement is its own process, interleaved A B A B ... over `--rounds` rounds; the table
-shows the median with min and max.  Settings are the same for the peers (data files, image size,
+Every measurement is its own process, in `--rounds` sequential rounds in the measuring engine's order
+(the rows of a Williams square over the peers, an order seed drawn for each bench and recorded; the
+blog's code runs unmodified, so it cannot be held as the headline's processes are); the table shows
+the median with min and max.  Settings are the same for the peers (data files, image size,
 batch, replicas, epochs).  Writes reports/bench.json and reports/bench.md.
 
 1. ours / blog: our `fit` and `custom` variants vs benchmarks/blog_port.py    target <= 0.90
@@ -41,7 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from flowerbench import budget, host, paths, provenance, render, results, runtime
+from flowerbench import budget, host, paths, provenance, render, results, runtime, schedule
 from flowerbench.budget import CoreBudget
 from flowerbench.config import load_params
 from flowerbench.dataset import list_images
@@ -338,9 +340,15 @@ def measure(a: argparse.Namespace, tmp: Path) -> dict:
             ("ours_custom_N", lambda: ours(work, "rn_custom")),
             ("ours_custom_step", lambda: ours(work, "single_custom", "params-step.yaml")),
             ("ours_fit_tensors", lambda: ours(work, "single_fit", "params-tensors.yaml"))]
-    for rnd in range(a.rounds):
-        for name, fn in plan:
-            r = fn()
+    # the measuring engine's order (schedule.order): the rows of a Williams square over the peers, placed
+    # by an order seed drawn for this bench, so every peer runs at every place and after every other
+    # equally often over a complete square.  The blog's code runs unmodified, so it cannot be held:
+    # these rounds are sequential, each process from its start to its exit (engine 1).
+    order_seed = schedule.draw_order_seed()
+    fns = dict(plan)
+    for rnd, row in enumerate(schedule.order(list(fns), a.rounds, order_seed)):
+        for name in row:
+            r = fns[name]()
             runs.setdefault(name, []).append(r)
             print(f"[bench] round {rnd + 1}/{a.rounds} {name}: timed {r['timed_seconds']:.2f}s "
                   f"(wall {r['wall_seconds']:.1f}s, {r['rss_mib']} MiB)", file=sys.stderr, flush=True)
@@ -360,7 +368,7 @@ def measure(a: argparse.Namespace, tmp: Path) -> dict:
               file=sys.stderr, flush=True)
     noop = repro["noop_repro_seconds"] if repro else noop_repro_seconds()
     return {"runs": runs, "ceiling": ceiling, "repro": repro, "noop": noop, "n_auto": n_auto, "git": git,
-            "t_start": t_start}
+            "t_start": t_start, "order_seed": order_seed, "order": schedule.order(list(fns), a.rounds, order_seed)}
 
 
 def analyse(raw: dict, a: argparse.Namespace) -> dict:
@@ -421,7 +429,8 @@ def analyse(raw: dict, a: argparse.Namespace) -> dict:
                                       for k, v in runs.items() if k.startswith("ours")},
             "peak_rss_mib": {k: max(r["rss_mib"] for r in v) for k, v in runs.items()},
             "scaling_images_per_second": scaling, "machine_ceiling": ceiling, "closeness": close,
-            "reproduce": repro, "runs": runs, "run_order": list(runs), "same_budget": peers, "n_auto": n_auto,
+            "reproduce": repro, "runs": runs, "run_order": list(runs), "order_seed": raw.get("order_seed"),
+            "order": raw.get("order"), "same_budget": peers, "n_auto": n_auto,
             "bench_seconds": time.perf_counter() - raw["t_start"]}
 
 

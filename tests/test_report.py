@@ -76,7 +76,7 @@ def test_banner_for_core_matched_synthetic_runs_and_the_answer_first(workdir):
     assert ("data-parallel training was faster than one replica's share running single_fit:** mirrored_fit "
             "(2 replicas) 1.67x [1.67-1.67]: faster; mirrored_custom (2 replicas) 2.00x [2.00-2.00]: faster; "
             "multiworker_custom (2 workers) 1.43x [1.43-1.43]: faster (speed-up against single_fit, the blog's "
-            "basis: paired ratios in 3 interleaved round(s), 95 % interval)") in head
+            "basis: paired ratios in 3 sequential round(s), every variant once per round, 95 % interval)") in head
     assert "The blog's 4 x V100 (its single-GPU fit() as the basis)" not in head  # (the blog's is named once)
     assert head.index("was faster than one replica") < head.index("![") < len(head)  # the figure, before the tables
     assert "(figures/scaling.png)" in head and md.count("(figures/scaling.png)") == 1
@@ -333,10 +333,12 @@ def test_measured_says_what_was_measured_now_and_what_was_reused(workdir):
     (workdir / "data" / "host.json").write_text(json.dumps(TEST_HOST))
     now = run_cli("measured", "--since", "2026-12-04T10:00:00+00:00", cwd=workdir)
     assert now.returncode == 0, now.stderr
-    assert now.stdout.splitlines()[0] == (f"flowerbench: 5 result(s) measured now on this host ({HOST_LABEL}, 2 "
-                                          "usable core(s), no GPU), 0 reused")
+    # 5 variants x 3 rounds: every process counts
+    assert now.stdout.splitlines()[0] == (f"flowerbench: 15 process result(s) measured now on this host ({HOST_LABEL}, "
+                                          "2 usable core(s), no GPU), 0 reused")
     later = run_cli("measured", "--since", "2026-12-06T00:00:00+00:00", cwd=workdir).stdout.splitlines()
-    assert later[0].endswith(f"0 result(s) measured now on this host ({HOST_LABEL}, 2 usable core(s), no GPU), 5 reused")
+    assert later[0].endswith(f"0 process result(s) measured now on this host ({HOST_LABEL}, 2 usable core(s), no GPU), "
+                             "15 reused")
     assert later[1] == (f"  reused, measured on this host ({HOST_LABEL}, 2 usable core(s), no GPU; hostname test), "
                         "2026-12-04: single_fit, mirrored_fit, single_custom, mirrored_custom, multiworker_custom")
     assert "make remeasure" in later[2]

@@ -66,8 +66,12 @@ def compute_metrics(results: list[Result], baseline: str, rounds, pool=None) -> 
     for r in results:
         secs = rounds.seconds(r.variant)
         t = pool.seconds(r.variant)
+        home = rounds.home(r.variant)
         m: dict[str, Any] = {"loop": r.loop, "replicas": r.replicas, "device_kind": r.device_kind,
                              "budget_kind": r.budget_kind, "budget_cores": r.budget_cores, "rounds": len(secs),
+                             # which rounds measured it (a baseline measured in both: the headline's) and how
+                             "measured_in": "headline" if home is rounds.parts[0] else "secondary",
+                             "held": all(p.held for p in home.schedule.processes if p.variant == r.variant),
                              "timed_seconds": t.point, "timed_seconds_ci_low": t.low,
                              "timed_seconds_ci_high": t.high, "timed_seconds_df": t.dof,
                              "images_per_second": r.images_per_epoch * r.epochs / t.point}
@@ -157,7 +161,8 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     is shown beside them), and the counts the components call for (stats.per_level) at the costs
     this run measured: a timed epoch, a repeat's own call, a process's start and warm-up."""
     per_variant = {r.variant: S.components(rounds.epochs(r.variant)) for r in results}
-    pooled = S.pooled_components(per_variant)
+    head = rounds.parts[0]                   # the headline rounds: their engine is the one the counts are for
+    pooled = S.pooled_components({v: c for v, c in per_variant.items() if v in head.variants()})
     ratios = {}
     cpu = _has_cpu(rounds)
     given, pool = pool, own_pool(rounds, pool)
@@ -172,13 +177,14 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
             "variant": r.variant, "basis": basis, "against": other, "log_sd": est.log_sd, "df": est.dof,
             "own_log_sd": own.log_sd, "pooled_runs": comp["runs"], "between_run_sd": comp["between_sd"],
             "between_run_p": comp["p"], "half_width_pct": est.half_width_pct, "targeted": r.replicas > 1,
+            "part": "headline" if part is head else "secondary",
             "rounds_needed": S.rounds_needed(est.log_sd, target_pct) if est.log_sd else None,
             "whole_call": whole.point, "whole_call_low": whole.low, "whole_call_high": whole.high,
             "cpu_log_sd": None if cpu_est is None else cpu_est.log_sd, **pairing(rounds, other, r.variant)}
-    runs = rounds.parts[0].results()         # the costs of the headline rounds (held or not)
+    runs = head.results()                    # the costs of the headline rounds (held or not)
     epoch_s = statistics.median(e for r in runs for e in r.epoch_seconds)
     call_s = statistics.median(max(0.0, w - t) for r in runs for w, t in zip(r.repeat_wall_seconds, r.repeat_seconds))
-    process_s = statistics.median(process_costs(rounds.parts[0]))
+    process_s = statistics.median(process_costs(head))
     var = {level: pooled[level]["variance"] for level in ("epoch", "repeat", "round")}
     if var["repeat"] is None:     # one repeat per process: epochs sit directly under the process
         counts = {"epochs_per_repeat": S.per_level(process_s, epoch_s, var["epoch"], var["round"]),
@@ -187,8 +193,10 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
         counts = {"epochs_per_repeat": S.per_level(call_s + epoch_s, epoch_s, var["epoch"], var["repeat"]),
                   "repeats_per_process": S.per_level(process_s, call_s + epoch_s, var["repeat"], var["round"])}
     # the target is on the multi-replica speed-ups; the threads run is shown, not targeted
-    needed = [x["rounds_needed"] for x in ratios.values() if x["rounds_needed"] and x["targeted"]]
-    counts["rounds"] = max(needed) if needed else None
+    for key, where in (("rounds", "headline"), ("secondary_rounds", "secondary")):
+        needed = [x["rounds_needed"] for x in ratios.values()
+                  if x["rounds_needed"] and x["targeted"] and x["part"] == where]
+        counts[key] = max(needed) if needed else None
     return {"per_variant": per_variant, "pooled": pooled, "ratios": ratios, "target_pct": target_pct,
             "estimator": CHOSEN, "cpu_recorded": cpu, "t_two_rounds": S.t975(1),
             "pool": None if given is None else {"runs": len(pool.runs), "names": pool.names,
@@ -198,17 +206,17 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
 
 
 def process_costs(rounds) -> list[float]:
-    """Each process's own cost in one part (rounds.Rounds), what a process adds beyond its timed
-    epochs: held (engine 2), its start-up and warm-up until it was held (ready_after_seconds);
-    sequential, its whole wall time (interpreter, TensorFlow's import, tracing, warm-up) less its
-    timed calls."""
+    """Each process's own cost in one part (rounds.Rounds), the wall time a process adds beyond its
+    timed epochs: held (engine 2), half its start-up and warm-up until it was held
+    (ready_after_seconds: two processes warm up at once); sequential, its whole wall time
+    (interpreter, TensorFlow's import, tracing, warm-up) less its timed calls."""
     rec = {(p.round, p.variant): p for p in rounds.schedule.processes}
     out = []
     for k, rnd in enumerate(rounds.runs, start=1):
         for v, r in rnd.items():
             p = rec.get((k, v))
             if p is not None and p.ready_after_seconds is not None:
-                out.append(p.ready_after_seconds)
+                out.append(p.ready_after_seconds / 2)
             else:
                 out.append(max(0.0, (p.wall_seconds if p else r.stage_seconds) - sum(r.repeat_wall_seconds)))
     return out

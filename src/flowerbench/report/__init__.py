@@ -112,14 +112,15 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
     reused from an earlier run, and the host and date of those."""
     import datetime as dt
 
-    results = load_results(params, results_dir).pooled()
+    study = load_results(params, results_dir)
     start = dt.datetime.fromisoformat(since)
-    new = [r for r in results if dt.datetime.fromisoformat(r.finished_at) >= start]
-    old = [r for r in results if r not in new]
+    new = [r for r in study.results() if dt.datetime.fromisoformat(r.finished_at) >= start]
+    old = [r for r in study.results() if r not in new]
     here = current_host()
-    out = [f"flowerbench: {len(new)} result(s) measured now on this host ({host_label(here)}), {len(old)} reused"]
+    out = [f"flowerbench: {len(new)} process result(s) measured now on this host ({host_label(here)}), "
+           f"{len(old)} reused"]
     if old:
-        lines, _ = where_measured(old, here)
+        lines, _ = where_measured([r for r in study.pooled() if any(o.variant == r.variant for o in old)], here)
         out += [f"  reused, measured on {line}" for line in lines]
         out.append("  (DVC reran nothing for them: same code, params, data and host description; "
                    "`make remeasure` measures every result again)")

@@ -128,3 +128,20 @@ def interval_words(c: dict, inverse: bool = False) -> str:
     if inverse:
         point, low, high = 1 / point, None if high is None else 1 / high, None if low is None else 1 / low
     return f"{point:.2f}x" + ("" if low is None else f" [{low:.2f}-{high:.2f}]")
+
+
+def rounds_words(metrics: dict) -> str:
+    """How the rounds behind the numbers ran: one set of rounds, or the headline's held rounds and the
+    secondary's sequential ones (whose variants pair with the baselines measured again there)."""
+    groups: dict[str, list[str]] = {}
+    for v, m in metrics.items():
+        groups.setdefault(m.get("measured_in", "headline"), []).append(v)
+
+    def one(names: list[str]) -> str:
+        m = metrics[names[0]]
+        return f"{m['rounds']} {'held' if m.get('held') else 'sequential'} round(s)"
+
+    if len(groups) == 1:
+        return f"{one(next(iter(groups.values())))}, every variant once per round"
+    return (f"{one(groups['headline'])} of the headline ({', '.join(groups['headline'])}) and {one(groups['secondary'])} "
+            f"of the other variants, each beside the baselines measured again in those rounds")

@@ -7,7 +7,7 @@ from ..render import bullets, table
 from ..results import Result
 from ..stats import FASTER, SLOWER, UNDECIDED
 from .cells import (between_rounds_words, budget_cell, fmt, interval_words, pairing_words, ratio_words, seconds_cell,
-                    speedup_cell, verdict_of, versus, versus_same_loop)
+                    rounds_words, speedup_cell, verdict_of, versus, versus_same_loop)
 
 
 def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
@@ -19,16 +19,16 @@ def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
              + (" (pathological baseline)" if m.get("scaling_efficiency_pathological_baseline") else ""),
              fmt(r.final_loss, ".3f"), fmt(r.final_accuracy, ".3f")]
             for r in results for m in [metrics[r.variant]]]
-    n = metrics[baseline]["rounds"]
     return ["## Headline",
             table(["variant", "loop", "replicas", "device kind", "core budget", "input", "global batch",
                    "timed s [95% CI] (rounds)", "whole call / epochs", "img/s",
                    f"speed-up vs {baseline} (blog's basis) [95% CI]", f"vs {baseline}: rule",
                    "vs 1 replica, same loop [95% CI]: rule", "efficiency, same loop [95% CI]",
                    "final loss", "final acc"], rows),
-            f"Every number here comes from {n} interleaved round(s): in each round every variant ran once, "
-            f"as its own process, in a balanced order. A speed-up is a paired ratio inside each round (the "
-            f"run against its baseline from the same round); the table gives their geometric mean and the "
+            f"Every number here comes from {rounds_words(metrics)}: in a round each of its variants ran once, "
+            f"as its own process, in a balanced order (held: warmed up two at a time, then released one timed "
+            f"epoch at a time, cycling through the round). A speed-up is a paired ratio inside each round (the "
+            f"run against its baseline from the same round, never across the two sets of rounds); the table gives their geometric mean and the "
             f"95 % t-interval of the mean log ratio over rounds, its spread the within-run variance pooled as "
             f"section Precision says, so the point is the centre of its interval and the variation between "
             f"processes is inside it. Timed seconds: one repeat's timed epochs (the process's mean epoch times "

@@ -10,7 +10,7 @@ from ..host import label as host_label
 from ..render import banner, bullets, figure
 from ..results import Result
 from ..stats import FASTER, SLOWER
-from .cells import OPENING_FIGURE, cpu_words, ratio_words, scaled, verdict_of
+from .cells import OPENING_FIGURE, cpu_words, ratio_words, rounds_words, scaled, verdict_of
 
 
 def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: list[str], here: dict,
@@ -128,9 +128,8 @@ def answer(results: list[Result], metrics: dict, audit: list[dict], baseline: st
         more = (f" One replica given the same {threads[0].budget_cores} cores as intra-op threads "
                 f"({threads[0].variant}): {ratio_words(t, 'speedup_vs_baseline')}: "
                 f"{verdict_of(t, 'speedup_vs_baseline')}.")
-    n = metrics[baseline]["rounds"]
     return (f"**On this host ({where}), data-parallel training {how} one replica's share running "
             f"{baseline}:** {'; '.join(parts)} (speed-up against {baseline}, the blog's basis: paired ratios "
-            f"in {n} interleaved round(s), 95 % interval).{more} The blog's {HARDWARE}, against its "
+            f"in {rounds_words(metrics)}, 95 % interval).{more} The blog's {HARDWARE}, against its "
             f"single-GPU fit(): {blog}. Scaling efficiencies, against one replica of the same loop, are in "
             f"the table below.")

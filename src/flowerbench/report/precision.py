@@ -86,7 +86,7 @@ def precision(rounds, variance: dict) -> list[str]:
         rows.append([words, "not separable (1 repeat per process: inside the level above)"
                      if c["sd_pct"] is None else f"{c['sd_pct']:.2f} %", c["variants"]])
     out += ["Variance components of log epoch seconds (method of moments for the nested design of Kalibera & "
-            "Jones, ISMM 2013; the sd of a log is close to a relative sd), averaged over variants:",
+            "Jones, ISMM 2013; the sd of a log is close to a relative sd), averaged over the headline's variants:",
             table(["level", "sd", "variants"], rows), where_words(variance)]
     est = variance.get("estimator")
     if est:
@@ -134,20 +134,26 @@ def precision(rounds, variance: dict) -> list[str]:
                         "n/a" if x["half_width_pct"] is None else f"±{x['half_width_pct']:.1f} %",
                         verdict(x), fmt(x["rounds_needed"], "d"), whole(x)] for x in ratios.values()]),
                 cpu_words(ratios),
-                (f"{len(missed)} of {len(targeted)} multi-replica speed-ups missed ±{target:g} % with "
-                 f"{s.count} round(s): " + ", ".join(f"{x['variant']} vs {x['against']}" for x in missed) + "."
-                 if missed else f"Every multi-replica speed-up reached ±{target:g} % with {s.count} round(s).")]
+                (f"{len(missed)} of {len(targeted)} multi-replica speed-ups missed ±{target:g} %: "
+                 + ", ".join(f"{x['variant']} vs {x['against']} ({x.get('part', 'headline')} rounds, "
+                             f"{rounds.home(x['variant']).count} of them)" for x in missed) + "."
+                 if missed else f"Every multi-replica speed-up reached ±{target:g} % with the rounds measured.")]
     c, cost = variance["counts"], variance["costs_seconds"]
-    need = c.get("rounds")
-    per = sum(per_round) / len(per_round) * 60
+    need, per = c.get("rounds"), sum(per_round) / len(per_round) * 60
     out.append(
-        f"What these components call for at this run's costs (a timed epoch {cost['epoch']:.2f} s, a process's "
-        f"start and warm-up {cost['process']:.0f} s): {c['epochs_per_repeat']} timed epoch(s) per repeat and "
-        f"{c['repeats_per_process']} repeat(s) per process (Kalibera & Jones's rule: repetitions at a level in "
-        f"proportion to the square root of its variance over the level above's, times the cost ratio), and "
-        + (f"{need} round(s) for every multi-replica speed-up to reach ±{target:g} % (about "
-           f"{need * per / 60:.0f} min at this run's {per / 60:.1f} min per headline round; from this run's spread, "
-           f"itself an estimate from {s.count} round(s))." if need else "no round count (no spread measured)."))
+        f"What these components call for at this run's costs (the headline rounds: a timed epoch "
+        f"{cost['epoch']:.2f} s, a process's start and warm-up {cost['process']:.0f} s of wall time"
+        + (", half of its own since two warm up at once" if all(p.held for p in s.processes) else "")
+        + f"): {c['epochs_per_repeat']} timed epoch(s) per repeat and {c['repeats_per_process']} repeat(s) per "
+        f"process (Kalibera & Jones's rule: repetitions at a level in proportion to the square root of its variance "
+        f"over the level above's, times the cost ratio), and "
+        + (f"{need} headline round(s) for every headline multi-replica speed-up to reach ±{target:g} % (about "
+           f"{need * per / 60:.0f} min at this run's {per / 60:.1f} min per headline round; from the pooled "
+           f"spread, itself an estimate)" if need else "no round count (no spread measured)")
+        + (f"; {c['secondary_rounds']} secondary round(s) for the secondary's multi-replica ones (about "
+           f"{c['secondary_rounds'] * sum(sec) / len(sec):.0f} min at {sum(sec) / len(sec):.1f} min per secondary "
+           f"round)." if c.get("secondary_rounds") and (sec := [m for part in rounds.parts[1:]
+                                                                  for m in round_minutes(part)]) else "."))
     notes = []
     unsettled = rounds.unsettled()
     if unsettled:
