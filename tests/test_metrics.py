@@ -74,7 +74,7 @@ def test_code_state_covers_every_result_not_only_the_first():
                                    "git_dirty": True, "git_changed": ["src/flowerbench/loops.py"]})
     assert code_state([clean, clean]) == "git commit abc (clean tree for all 2 results)"
     assert code_state([clean, dirty]) == ("git commit abc; 1 of 2 results ran with uncommitted changes "
-                                          "(src/flowerbench/loops.py): mirrored_fit")
+                                          "(src/flowerbench/loops.py): mirrored_fit (1 process(es))")
     other = Result.model_validate({**clean.as_dict(), "git_commit": "def"})
     assert code_state([clean, other]).startswith("git commits abc, def (MIXED)")
     # which of the changed files the measured processes run, when the report knows that code

@@ -94,3 +94,37 @@ def test_the_report_says_what_the_intervals_were_pooled_over(tmp_path):
     assert v["pool"]["names"] == ["this run", "same-a"] and v["estimator"] == "mean"
     json.dumps(M.metrics_file(M.compute_metrics(results, "single_fit", here, pool), [], [], [],
                               variance=v))
+
+
+def test_a_reference_that_measured_only_some_variants_pools_for_the_ratios_it_holds(tmp_path):
+    """An A/B's other side holds only the headline: it pools for the ratios it measured (df adds up)
+    and leaves the others to the runs that measured them."""
+    root = tmp_path / "reference"
+    here = _run(tmp_path / "here" / "results", "2026-12-08")
+    records = {}
+    for v in ("single_fit", "mirrored_fit"):
+        loop, n, secs = KNOWN[v]
+        rs = per_round(fake_result(v, loop, n, secs, "logical_cpu", True), (1.0, 0.97, 1.02) if n > 1 else (1, 1, 1))
+        for k, r in enumerate(rs):
+            r["started_at"] = f"2026-12-02T10:0{k}:00+00:00"
+        records[v] = rs
+    write_rounds(root / "headline-only" / "results", records)
+    pool = P.load(here, NAMES, root)
+    assert pool.names == ["this run", "headline-only"]
+    assert pool.components("single_fit", "mirrored_fit")["df_within"] == 4          # 2 + 2
+    assert pool.components("single_custom", "mirrored_custom")["df_within"] == 2     # this run alone
+
+
+def test_two_independent_ratios_divide_with_their_spreads_added():
+    import math
+
+    a = S.from_logs([math.log(x) for x in (2.0, 2.2, 1.9, 2.1)])
+    b = S.from_logs([math.log(x) for x in (1.5, 1.4, 1.6)])
+    r = S.independent_ratio(a, b)
+    assert r.point == pytest.approx(a.point / b.point) and r.log_mean == pytest.approx(a.log_mean - b.log_mean)
+    assert r.log_se == pytest.approx(math.sqrt(a.log_se ** 2 + b.log_se ** 2))
+    se, df = S.welch(a.log_se ** 2, a.dof, b.log_se ** 2, b.dof)
+    assert r.dof == pytest.approx(df) and 2 < df < 5
+    assert math.log(r.high / r.point) == pytest.approx(S.t975(df) * se)
+    one = S.from_logs([0.1])
+    assert S.independent_ratio(one, b).low is None                      # no interval from one round

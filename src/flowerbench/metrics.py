@@ -162,10 +162,13 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     this run measured: a timed epoch, a repeat's own call, a process's start and warm-up."""
     per_variant = {r.variant: S.components(rounds.epochs(r.variant)) for r in results}
     head = rounds.parts[0]                   # the headline rounds: their engine is the one the counts are for
-    pooled = S.pooled_components({v: c for v, c in per_variant.items() if v in head.variants()})
     ratios = {}
     cpu = _has_cpu(rounds)
     given, pool = pool, own_pool(rounds, pool)
+    # the components the counts are chosen from: the headline's variants in every run of the pool
+    pooled = S.pooled_components({f"{name}: {v}": S.components(rr.parts[0].epochs(v))
+                                  for name, rr in zip(pool.names, pool.runs) for v in head.variants()
+                                  if v in rr.parts[0].variants()})
     for r, other, est in compared_ratios(rounds, results, baseline, pool):
         basis = "vs_baseline" if other == baseline else "vs_single"
         part = rounds.holding(other, r.variant)     # compared ratios pair inside one part
@@ -189,6 +192,14 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
     if var["repeat"] is None:     # one repeat per process: epochs sit directly under the process
         counts = {"epochs_per_repeat": S.per_level(process_s, epoch_s, var["epoch"], var["round"]),
                   "repeats_per_process": 1}
+        if var["epoch"] is not None and var["round"] is not None:
+            # what the configured epochs cost against the rule's: (variance of a process's mean) x (its
+            # cost), the quantity the rule minimises, at the configured count over at the rule's count
+            def var_cost(n: int) -> float:
+                return (var["round"] + var["epoch"] / n) * (process_s + n * epoch_s)
+            k = runs[0].epochs
+            counts["configured_epochs"] = k
+            counts["configured_excess_pct"] = (var_cost(k) / var_cost(counts["epochs_per_repeat"]) - 1) * 100
     else:
         counts = {"epochs_per_repeat": S.per_level(call_s + epoch_s, epoch_s, var["epoch"], var["repeat"]),
                   "repeats_per_process": S.per_level(process_s, call_s + epoch_s, var["repeat"], var["round"])}

@@ -196,8 +196,9 @@ class Study:
 def load_study(variants: list[str], results_dir: Path = paths.RESULTS, strict: bool = True) -> Study:
     """The run under `results_dir`: its headline rounds (rounds/) and, where the secondary stage
     measured, its secondary rounds (secondary/), each complete and checked (load); together they
-    must hold `variants` (the params' variants, in their order), and with `strict` nothing else (a
-    reference read for its spread may have measured more)."""
+    must hold `variants` (the params' variants, in their order) and nothing else; not `strict`, any
+    part of them will do (a reference read for its spread may have measured more, or only the
+    headline: an A/B's other side)."""
     parts = []
     for sub in (paths.ROUNDS.name, paths.SECONDARY.name):
         folder = Path(results_dir) / sub
@@ -213,7 +214,7 @@ def load_study(variants: list[str], results_dir: Path = paths.RESULTS, strict: b
             parts.append(load(mine, folder, subset=True))
     have = {v for part in parts for v in part.variants()}
     missing = [v for v in variants if v not in have]
-    if missing or not parts:
+    if (missing and strict) or not parts:
         raise RoundsError(f"{results_dir}: no rounds measured {', '.join(missing or variants)}; rerun `dvc repro` "
                           f"(stages rounds and secondary)")
     return Study(parts)

@@ -86,8 +86,9 @@ def precision(rounds, variance: dict) -> list[str]:
         rows.append([words, "not separable (1 repeat per process: inside the level above)"
                      if c["sd_pct"] is None else f"{c['sd_pct']:.2f} %", c["variants"]])
     out += ["Variance components of log epoch seconds (method of moments for the nested design of Kalibera & "
-            "Jones, ISMM 2013; the sd of a log is close to a relative sd), averaged over the headline's variants:",
-            table(["level", "sd", "variants"], rows), where_words(variance)]
+            "Jones, ISMM 2013; the sd of a log is close to a relative sd), averaged over the headline's variants in "
+            "every run the intervals pool (the column counts them):",
+            table(["level", "sd", "variants x runs"], rows), where_words(variance)]
     est = variance.get("estimator")
     if est:
         out.append(f"A process's time: the {WORDS[est]}, the estimator with the smallest between-process variance "
@@ -146,7 +147,11 @@ def precision(rounds, variance: dict) -> list[str]:
         + (", half of its own since two warm up at once" if all(p.held for p in s.processes) else "")
         + f"): {c['epochs_per_repeat']} timed epoch(s) per repeat and {c['repeats_per_process']} repeat(s) per "
         f"process (Kalibera & Jones's rule: repetitions at a level in proportion to the square root of its variance "
-        f"over the level above's, times the cost ratio), and "
+        f"over the level above's, times the cost ratio)"
+        + (f"; the {c['configured_epochs']} configured cost {c['configured_excess_pct']:.0f} % more minutes for the same "
+           f"variance than {c['epochs_per_repeat']} would" if c.get("configured_excess_pct") is not None
+           and c["configured_epochs"] != c["epochs_per_repeat"] else "")
+        + ", and "
         + (f"{need} headline round(s) for every headline multi-replica speed-up to reach ±{target:g} % (about "
            f"{need * per / 60:.0f} min at this run's {per / 60:.1f} min per headline round; from the pooled "
            f"spread, itself an estimate)" if need else "no round count (no spread measured)")

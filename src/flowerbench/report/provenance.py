@@ -3,6 +3,8 @@ data, devices, params)."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import statistics
 
 from ..host import label as host_label
@@ -54,7 +56,8 @@ def code_state(results: list[Result], measured_code: frozenset[str] = frozenset(
         return f"{head} ({'tree state unknown' if unknown else 'clean tree'} for all {len(results)} results)"
     files = sorted({f for r in dirty for f in (r.git_changed or [])})
     out = (f"{head}; {len(dirty)} of {len(results)} results ran with uncommitted changes "
-           f"({', '.join(files) or 'files not recorded'}): {', '.join(r.variant for r in dirty)}")
+           f"({', '.join(files) or 'files not recorded'}): "
+           + ", ".join(f"{v} ({n} process(es))" for v, n in Counter(r.variant for r in dirty).items()))
     if measured_code and files:
         ran = [f for f in files if f in measured_code]
         out += ("; none of those files is code the measured processes run" if not ran else
