@@ -108,7 +108,7 @@ remeasure: $(STAMP)
 
 AB_ARGS ?=
 .PHONY: ab
-## ab: reproducibility: measure the rounds again (B), judge every distinct paired ratio against results/rounds (A) by an equivalence test (reproduces / differs / undetermined, +-15 %) -> reports/ab.md (AB_ARGS=--fresh: A too; --split K: A, B = rounds 1..K, K+1..; --against DIR)
+## ab: reproducibility: measure the headline rounds again (B, held), judge every distinct paired ratio against results/rounds (A) by an equivalence test (reproduces / differs / undetermined, +-15 %) -> reports/ab.md (AB_ARGS=--fresh: A too; --split K: A, B = rounds 1..K, K+1..; --against DIR)
 ab: $(STAMP)
 	$(DVC) repro host fetch
 	$(PY) -m flowerbench ab $(AB_ARGS)
