@@ -82,7 +82,7 @@ def test_a_held_round_warms_two_at_a_time_and_releases_one_epoch_at_a_time_in_or
     assert [p.variant for p in procs] == NAMES and [p.position for p in procs] == [1, 2, 3, 4]
     for p in procs:
         assert p.held and p.exit_code == 0 and p.round == 1 and p.ready_after_seconds >= 1.0
-        assert 3 * 0.05 <= p.released_seconds < 3 * 0.05 + 0.5
+        assert 3 * 0.05 - 0.001 <= p.released_seconds < 3 * 0.05 + 0.5   # (recorded to the ms)
         assert p.round_release_seconds >= 12 * 0.05 and p.wall_seconds > p.ready_after_seconds
         assert p.foreign_share is not None and p.steal_share is not None
         assert paths.round_result(1, p.variant, tmp_path / "rounds").read_text() == "{}"

@@ -65,7 +65,7 @@ def test_a_prediction_within_ten_percent_of_the_point_holds():
     assert check["variant"] == "single_custom" and check["role"].startswith("check of the input term")
     assert check["predicted_seconds"] == pytest.approx(4 * (58 * STEP + 3.67))
     assert check["verdict"] == "undetermined"          # one process, no interval: nothing to judge against
-    v = predict.verdict(rows)
+    v = predict.scorecard(rows)
     assert {k: v[k] for k in ("tests", "predicted", "held", "missed", "undetermined", "unpredicted", "validated")} \
         == {"tests": 1, "predicted": 1, "held": 1, "missed": [], "undetermined": [], "unpredicted": [],
             "validated": True}
@@ -90,7 +90,7 @@ def test_the_verdict_is_an_equivalence_test_and_a_wide_interval_cannot_hold():
     assert predict.judge(20.24, 37.95, 14.63, 98.44, 1) == "undetermined"
     wide = predictions(runs(repeats=[40.0, 50.0, 60.0]), fake_terms())[0]
     assert wide["error_pct"] == pytest.approx(-1.72) and wide["verdict"] == "undetermined"
-    v = predict.verdict([wide])
+    v = predict.scorecard([wide])
     assert v["undetermined"] == ["mirrored_custom"] and v["held"] == 0 and not v["validated"]
 
 
@@ -100,7 +100,7 @@ def test_a_miss_is_measured_per_step_and_fails_validation():
     assert test["verdict"] == "MISSED" and test["measured_half_width_pct"] < 10
     assert test["error_pct"] == pytest.approx((49.14 - 70) / 70 * 100)
     assert test["missing_per_step_seconds"] == pytest.approx((70 - 49.14) / (4 * 29))
-    assert predict.verdict(rows)["missed"] == ["mirrored_custom"] and not predict.verdict(rows)["validated"]
+    assert predict.scorecard(rows)["missed"] == ["mirrored_custom"] and not predict.scorecard(rows)["validated"]
 
 
 def test_the_null_models_come_from_the_one_replica_run_of_the_same_loop():
@@ -115,21 +115,21 @@ def test_the_null_models_come_from_the_one_replica_run_of_the_same_loop():
     w = next(r for r in rows if r["variant"] == "multiworker_custom")
     assert w["nulls"]["no_speedup"]["error_pct"] == pytest.approx((64 - 70) / 70 * 100)
     assert "nulls" not in next(r for r in rows if r["variant"] == "single_custom")   # one replica: none
-    v = predict.verdict(rows)
+    v = predict.scorecard(rows)
     assert v["mae_pct"] == pytest.approx((1.72 + 29.8) / 2, abs=0.01)
     assert v["null_mae_pct"]["no_speedup"] == pytest.approx((28.0 + 8.571) / 2, abs=0.01)
     assert v["null_mae_pct"]["linear"] == pytest.approx((36.0 + 54.29) / 2, abs=0.01)
     assert v["beats_nulls"] is True and v["max_abs_error_pct"] == pytest.approx(29.8, abs=0.01)
     # a model as far off as no speed-up on both runs does not beat it
     close = [{**r, "error_pct": r["nulls"]["no_speedup"]["error_pct"]} if r.get("nulls") else r for r in rows]
-    assert predict.verdict(close)["beats_nulls"] is False
+    assert predict.scorecard(close)["beats_nulls"] is False
 
 
 def test_without_a_twin_or_terms_nothing_is_predicted():
     rows = predictions(runs(twin=False), fake_terms())
     assert rows[0]["predicted_seconds"] is None
     assert rows[0]["missing"] == ["no in-memory-tensors twin of the custom loop on one replica's cores"]
-    assert predict.verdict(rows)["unpredicted"] == ["mirrored_custom"] and not predict.verdict(rows)["validated"]
+    assert predict.scorecard(rows)["unpredicted"] == ["mirrored_custom"] and not predict.scorecard(rows)["validated"]
     assert predictions(runs(), None) == [] and predictions(runs(), {"skipped": "GPU host"}) == []
     three = [*runs(), result("quad_custom", "custom", 3, 40.0)]
     assert predictions(three, fake_terms())[1]["missing"] == ["no terms for 3 replicas"]
@@ -168,6 +168,6 @@ def test_the_dispatch_term_extends_the_in_process_runs_only():
     assert mirrored["verdict_with_dispatch"] == "holds" and mirrored["predicted_seconds"] == pytest.approx(49.14)
     worker = next(r for r in rows if r["variant"] == "multiworker_custom")
     assert "dispatch_seconds" not in worker and worker["verdict"] == "MISSED"
-    assert predict.verdict(rows, "verdict_with_dispatch")["missed"] == ["multiworker_custom"]
+    assert predict.scorecard(rows, "verdict_with_dispatch")["missed"] == ["multiworker_custom"]
     big = {**fake_terms(), "dispatch": {"2": {"seconds_beyond_terms": 0.1}}}
     assert predictions(runs(repeats=[49.5, 50.0, 50.5]), big)[0]["verdict_with_dispatch"] == "MISSED"  # +21.5 %

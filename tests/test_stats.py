@@ -57,10 +57,10 @@ def test_the_paired_estimator_on_recorded_rounds():
 
 
 def test_the_one_rule():
-    assert S.verdict(S.paired(SINGLE, MIRRORED)) == S.FASTER
-    assert S.verdict(S.paired(MIRRORED, SINGLE)) == S.SLOWER
-    assert S.verdict(S.paired([10.0, 11.0, 12.0], [9.5, 11.5, 12.2])) == S.UNDECIDED
-    assert S.verdict(S.paired([10.0], [5.0])) == S.UNDECIDED   # no interval: never a claim
+    assert S.direction(S.paired(SINGLE, MIRRORED)) == S.FASTER
+    assert S.direction(S.paired(MIRRORED, SINGLE)) == S.SLOWER
+    assert S.direction(S.paired([10.0, 11.0, 12.0], [9.5, 11.5, 12.2])) == S.UNDECIDED
+    assert S.direction(S.paired([10.0], [5.0])) == S.UNDECIDED   # no interval: never a claim
 
 
 def test_efficiency_is_the_speedup_scaled_with_its_interval():

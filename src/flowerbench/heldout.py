@@ -13,7 +13,7 @@ This module is the part that needs no TensorFlow and no measurement:
   frozen(path)              the predictions file's sha256 and the commit that holds it, or
                             FrozenError when it is untracked, changed, or not committed at HEAD
   summary(rows)             the judged predictions (validate's rows) aggregated as the report's
-                            own (predict.verdict), with the targets they are read against
+                            own (predict.scorecard), with the targets they are read against
 
 The interval of a prediction is the range of the CPU form over the terms' own 95 % intervals,
 every term at the extreme that moves the total the same way (the form is monotone in each):
@@ -32,7 +32,7 @@ from typing import Literal, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .predict import MAE_TARGET_PCT, MAX_TARGET_PCT, cpu_epoch, verdict
+from .predict import MAE_TARGET_PCT, MAX_TARGET_PCT, cpu_epoch, scorecard
 
 SCHEMA = 1
 PREDICTIONS = Path("predictions") / "heldout.json"                 # `make predict-heldout`, committed before
@@ -186,9 +186,9 @@ def ksteps(terms: dict, step_s: float, *, replicas: int, cores_per_replica: int,
 
 
 def summary(rows: list[dict]) -> dict:
-    """The model's mean and largest absolute error against the null models' on the same runs: predict.verdict
+    """The model's mean and largest absolute error against the null models' on the same runs: predict.scorecard
     over the judged rows (validate.judge_setting's, every one a test of the model, named "<setting> <loop>")."""
-    return {**verdict([{**r, "variant": f"{r['setting']} {r['loop']}", "role": "test"} for r in rows]),
+    return {**scorecard([{**r, "variant": f"{r['setting']} {r['loop']}", "role": "test"} for r in rows]),
             "targets": {"mae_pct": MAE_TARGET_PCT, "max_abs_error_pct": MAX_TARGET_PCT}}
 
 

@@ -41,7 +41,7 @@ def mixed_params(results: list[Result]) -> list[str]:
 def _ratio(prefix: str, est: S.Estimate) -> dict[str, Any]:
     """A paired ratio's point, interval, half-width and verdict under `prefix` keys."""
     return {prefix: est.point, f"{prefix}_ci_low": est.low, f"{prefix}_ci_high": est.high,
-            f"{prefix}_half_width_pct": est.half_width_pct, f"{prefix}_verdict": S.verdict(est)}
+            f"{prefix}_half_width_pct": est.half_width_pct, f"{prefix}_verdict": S.direction(est)}
 
 
 def compute_metrics(results: list[Result], baseline: str, rounds, pool=None) -> dict[str, dict]:
@@ -50,7 +50,7 @@ def compute_metrics(results: list[Result], baseline: str, rounds, pool=None) -> 
       * timed seconds: the geometric mean over rounds with its 95 % interval (between processes);
       * speed-up vs `baseline` (the blog's basis: single_fit) and vs the single-replica run of the same
         loop and input (labelled "same loop" wherever shown): paired ratios inside each round,
-        stats.paired's geometric mean and interval, stats.verdict's word;
+        stats.paired's geometric mean and interval, stats.direction's word;
       * reduction (from the speed-up vs the baseline) and scaling efficiency (the same-loop speed-up over
         the hardware it had, budget_scale).
 
@@ -242,7 +242,7 @@ def single_files(results: list[Result]) -> tuple[Result | None, Result | None]:
 
 def _cmp(est: S.Estimate, **names) -> dict[str, Any]:
     return {**names, "point": est.point, "low": est.low, "high": est.high, "df": est.dof,
-            "half_width_pct": est.half_width_pct, "verdict": S.verdict(est)}
+            "half_width_pct": est.half_width_pct, "verdict": S.direction(est)}
 
 
 def comparisons(rounds, results: list[Result], metrics: dict, pool=None) -> dict[str, dict]:

@@ -194,7 +194,7 @@ def _mae(errors: list[float]) -> Optional[float]:
     return sum(abs(x) for x in errors) / len(errors) if errors else None
 
 
-def verdict(rows: list[dict], key: str = "verdict") -> dict:
+def scorecard(rows: list[dict], key: str = "verdict") -> dict:
     """How the model did on the tests: held / missed / undetermined / could not predict, its mean and
     largest absolute error on the point, and the null models' mean absolute errors on the same runs.
     key="verdict_with_dispatch": the same with the dispatch term where it was measured (the four terms'

@@ -6,7 +6,7 @@ Pure arithmetic on numbers (no results, no files), so each piece is tested on re
     baseline from the same round), summarised by the geometric mean with the 95 % t-interval of the
     mean log ratio over rounds.  The point and the interval come from the same log ratios, so the
     point is always the centre of its interval (on the log scale).
-  * `verdict(estimate)`: the one rule for "faster", "slower" and "not distinguishable": the interval
+  * `direction(estimate)`: the one rule for "faster", "slower" and "not distinguishable": the interval
     lies above 1, below 1, or holds 1 (or there is no interval: one round).
   * `components(...)`: the variance of log epoch times split into between rounds (processes),
     between repeats in one process and between epochs in one repeat (Kalibera & Jones, ISMM 2013).
@@ -116,7 +116,7 @@ def paired(numerator: Sequence[float], denominator: Sequence[float],
     return from_logs(logs_of(numerator, denominator), pooled)
 
 
-def verdict(est: Estimate) -> str:
+def direction(est: Estimate) -> str:
     """The one rule: faster when the whole interval of the speed-up lies above 1, slower when below,
     otherwise (or without an interval) not distinguishable."""
     if est.low is None:

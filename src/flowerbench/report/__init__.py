@@ -133,7 +133,7 @@ def markdown(rounds: Study, results: list[Result], metrics: dict, variance: dict
              compared: dict | None = None) -> str:
     """The report: its sections in order, each given the data it needs."""
     base = params.report.baseline
-    verdict = predict.verdict(predicted) if terms and not terms.get("skipped") else None
+    verdict = predict.scorecard(predicted) if terms and not terms.get("skipped") else None
     blocks = [*opening(results, metrics, audit, warnings, here, figs, base),
               *headline(results, metrics, base),
               *what_this_shows(results, metrics, base, rounds, variance, compared or {}),

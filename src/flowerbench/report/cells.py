@@ -30,8 +30,8 @@ def ratio_words(m: dict, key: str) -> str:
     return f"{m[key]:.2f}{x}" + ("" if lo is None else f" [{lo:.2f}-{hi:.2f}]")
 
 
-def verdict_of(m: dict, key: str) -> str:
-    """stats.verdict's word for a speed-up (faster, slower, not distinguishable), as metrics holds it."""
+def direction_of(m: dict, key: str) -> str:
+    """stats.direction's word for a speed-up (faster, slower, not distinguishable), as metrics holds it."""
     return m[f"{key}_verdict"]
 
 
@@ -50,11 +50,11 @@ def change_label(m: dict, is_baseline: bool) -> str:
 
 
 def versus(m: dict, is_baseline: bool) -> str:
-    """The change vs the baseline and the rule's verdict on it (stats.verdict)."""
+    """The change vs the baseline and the rule's word on it (stats.direction)."""
     if is_baseline:
         return "baseline"
     return (f"{change_words(m['reduction_vs_baseline_pct'], m['speedup_vs_baseline'])} "
-            f"({verdict_of(m, 'speedup_vs_baseline')})")
+            f"({direction_of(m, 'speedup_vs_baseline')})")
 
 
 def versus_same_loop(m: dict) -> str:
@@ -63,7 +63,7 @@ def versus_same_loop(m: dict) -> str:
         return "n/a"
     if m["replicas"] == 1 and m["budget_kind"] != "threads":
         return "itself"
-    return f"{ratio_words(m, 'speedup_vs_single')} vs {m['single_same_loop']} ({verdict_of(m, 'speedup_vs_single')})"
+    return f"{ratio_words(m, 'speedup_vs_single')} vs {m['single_same_loop']} ({direction_of(m, 'speedup_vs_single')})"
 
 
 def budget_cell(r: Result) -> str:

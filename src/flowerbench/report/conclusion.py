@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..results import Result
 from ..stats import FASTER, UNDECIDED
-from .cells import efficiency_words, interval_words, ratio_words, scaled, verdict_of
+from .cells import efficiency_words, interval_words, ratio_words, scaled, direction_of
 
 
 def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline: str, compared: dict) -> list[str]:
@@ -32,7 +32,7 @@ def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline
     if runs:
         shows.append(f"Data parallelism on cores of their own, against {baseline} (the blog's basis): " + "; ".join(
             f"{r.variant} {ratio_words(metrics[r.variant], 'speedup_vs_baseline')}: "
-            f"{verdict_of(metrics[r.variant], 'speedup_vs_baseline')} (efficiency {efficiency_words(metrics[r.variant])})"
+            f"{direction_of(metrics[r.variant], 'speedup_vs_baseline')} (efficiency {efficiency_words(metrics[r.variant])})"
             for r in runs) + ".")
         for c in (x for k, x in compared.items() if k.startswith("efficiency_fit_over_custom_")):
             word = c["verdict"]

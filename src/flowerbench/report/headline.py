@@ -7,7 +7,7 @@ from ..render import bullets, table
 from ..results import Result
 from ..stats import FASTER, SLOWER, UNDECIDED
 from .cells import (between_rounds_words, budget_cell, fmt, interval_words, pairing_words, ratio_words, seconds_cell,
-                    rounds_words, speedup_cell, verdict_of, versus, versus_same_loop)
+                    rounds_words, speedup_cell, direction_of, versus, versus_same_loop)
 
 
 def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:
@@ -53,7 +53,7 @@ def findings(results: list[Result], metrics: dict, baseline: str, compared: dict
     """A paragraph generated from the numbers, every comparison by the one rule."""
     by = {r.variant: r for r in results}
     real = [v for v in metrics if by[v].pipeline == "files" and v != baseline]
-    faster = [v for v in real if verdict_of(metrics[v], "speedup_vs_baseline") == FASTER]
+    faster = [v for v in real if direction_of(metrics[v], "speedup_vs_baseline") == FASTER]
     base = metrics[baseline]
     if faster:
         best = max(faster, key=lambda v: metrics[v]["speedup_vs_baseline"])
@@ -63,11 +63,11 @@ def findings(results: list[Result], metrics: dict, baseline: str, compared: dict
     else:
         parts = [f"No variant was faster than {baseline} ({base['timed_seconds']:.2f} s) by the rule: no "
                  f"speed-up interval lies wholly above 1."]
-    slower = [v for v in real if verdict_of(metrics[v], "speedup_vs_baseline") == SLOWER]
+    slower = [v for v in real if direction_of(metrics[v], "speedup_vs_baseline") == SLOWER]
     if slower:
         parts.append(f"Slower than {baseline}: " + ", ".join(
             f"{v} {ratio_words(metrics[v], 'speedup_vs_baseline')}" for v in slower) + ".")
-    undecided = [v for v in real if verdict_of(metrics[v], "speedup_vs_baseline") == UNDECIDED]
+    undecided = [v for v in real if direction_of(metrics[v], "speedup_vs_baseline") == UNDECIDED]
     if undecided:
         parts.append(f"Not distinguishable from {baseline}: {', '.join(undecided)}.")
     multi = [v for v, m in metrics.items() if m["replicas"] > 1 and m.get("scaling_efficiency") is not None]
@@ -77,7 +77,7 @@ def findings(results: list[Result], metrics: dict, baseline: str, compared: dict
         parts.append(f"Scaling efficiency (same-loop basis) ranged from {metrics[worst]['scaling_efficiency']:.2f} "
                      f"({worst}) to {metrics[best]['scaling_efficiency']:.2f} ({best}); 1.00 would be perfect "
                      f"linear scaling.")
-        worse = [v for v in multi if verdict_of(metrics[v], "speedup_vs_single") == SLOWER]
+        worse = [v for v in multi if direction_of(metrics[v], "speedup_vs_single") == SLOWER]
         if worse:
             parts.append(f"Slower than one replica of the same loop by the rule: {', '.join(worse)}.")
     loops = compared.get("loops_on_one_replica")

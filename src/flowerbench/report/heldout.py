@@ -30,7 +30,7 @@ def figure_rows(validation: dict, predictions: dict) -> list[dict]:
     return out
 
 
-def _verdict(r: dict) -> str:
+def _verdict_words(r: dict) -> str:
     if r["verdict"] == UNDETERMINED:
         hw = r["measured_half_width_pct"]
         return "undetermined" + (f" (measured ±{hw:.1f} %)" if hw is not None else " (no interval)")
@@ -45,7 +45,7 @@ def rows_table(rows: list[dict]) -> str:
                    f"{r['measured_seconds']:.2f} " + ("n/a" if r["measured_low"] is None else
                                                      f"[{r['measured_low']:.2f}, {r['measured_high']:.2f}]"),
                    f"{r['error_pct']:+.1f}%", f"{r['nulls']['no_speedup']['error_pct']:+.1f}% / "
-                   f"{r['nulls']['linear']['error_pct']:+.1f}%", _verdict(r)] for r in rows])
+                   f"{r['nulls']['linear']['error_pct']:+.1f}%", _verdict_words(r)] for r in rows])
 
 
 def summary_line(v: dict, tolerance_pct: float) -> str:
@@ -146,7 +146,7 @@ def heldout_section(validation: dict | None, predictions: dict | None, predictio
     if misses:
         b += ["Every prediction that did not hold:",
               bullets([f"{label(r)}: predicted {r['predicted_seconds']:.2f} s, measured {r['measured_seconds']:.2f} s "
-                       f"({r['error_pct']:+.1f} %), {_verdict(r)}" for r in misses])]
+                       f"({r['error_pct']:+.1f} %), {_verdict_words(r)}" for r in misses])]
     diag = diagnosis(rows, predictions)
     again = [abs(d["again_error_pct"]) for d in diag if d["step_measured"] is not None]
     b += ["Which part missed, after the fact (not a prediction, and it changes none): the one-replica step each "

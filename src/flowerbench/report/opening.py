@@ -10,7 +10,7 @@ from ..host import label as host_label
 from ..render import banner, bullets, figure
 from ..results import Result
 from ..stats import FASTER, SLOWER
-from .cells import OPENING_FIGURE, cpu_words, ratio_words, rounds_words, scaled, verdict_of
+from .cells import OPENING_FIGURE, cpu_words, ratio_words, rounds_words, scaled, direction_of
 
 
 def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: list[str], here: dict,
@@ -115,19 +115,19 @@ def answer(results: list[Result], metrics: dict, audit: list[dict], baseline: st
     r0 = runs[0]
     where = (f"{r0.gpu_model} GPUs" if r0.budget_kind == "gpu" else
              f"{cpu_words(r0)}: CPU cores, {r0.cores_per_replica} per replica")
-    verdicts = {verdict_of(metrics[r.variant], "speedup_vs_baseline") for r in runs}
+    verdicts = {direction_of(metrics[r.variant], "speedup_vs_baseline") for r in runs}
     how = {frozenset({FASTER}): "was faster than", frozenset({SLOWER}): "was slower than"}.get(
         frozenset(verdicts), "was, run by run, faster, slower or not distinguishable from")
     parts = [f"{r.variant} ({r.replicas} {'workers' if r.workers else 'replicas'}) "
              f"{ratio_words(metrics[r.variant], 'speedup_vs_baseline')}: "
-             f"{verdict_of(metrics[r.variant], 'speedup_vs_baseline')}" for r in runs]
+             f"{direction_of(metrics[r.variant], 'speedup_vs_baseline')}" for r in runs]
     threads = [r for r in results if r.budget_kind == "threads"]
     more = ""
     if threads:
         t = metrics[threads[0].variant]
         more = (f" One replica given the same {threads[0].budget_cores} cores as intra-op threads "
                 f"({threads[0].variant}): {ratio_words(t, 'speedup_vs_baseline')}: "
-                f"{verdict_of(t, 'speedup_vs_baseline')}.")
+                f"{direction_of(t, 'speedup_vs_baseline')}.")
     return (f"**On this host ({where}), data-parallel training {how} one replica's share running "
             f"{baseline}:** {'; '.join(parts)} (speed-up against {baseline}, the blog's basis: paired ratios "
             f"in {rounds_words(metrics)}, 95 % interval).{more} The blog's {HARDWARE}, against its "

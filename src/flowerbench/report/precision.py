@@ -105,7 +105,7 @@ def precision(rounds, variance: dict) -> list[str]:
         targeted = [x for x in ratios.values() if x["targeted"]]
         missed = [x for x in targeted if x["half_width_pct"] is None or x["half_width_pct"] > target]
 
-        def verdict(x: dict) -> str:
+        def target_word(x: dict) -> str:
             if not x["targeted"]:
                 return "not targeted (one replica)"
             if x["half_width_pct"] is None:
@@ -133,7 +133,7 @@ def precision(rounds, variance: dict) -> list[str]:
                         "n/a" if x.get("removed_pct") is None else f"{x['removed_pct']:.0f} %",
                         fmt(x.get("cpu_log_sd"), ".3f"),
                         "n/a" if x["half_width_pct"] is None else f"±{x['half_width_pct']:.1f} %",
-                        verdict(x), fmt(x["rounds_needed"], "d"), whole(x)] for x in ratios.values()]),
+                        target_word(x), fmt(x["rounds_needed"], "d"), whole(x)] for x in ratios.values()]),
                 cpu_words(ratios),
                 (f"{len(missed)} of {len(targeted)} multi-replica speed-ups missed ±{target:g} %: "
                  + ", ".join(f"{x['variant']} vs {x['against']} ({x.get('part', 'headline')} rounds, "

@@ -3,7 +3,7 @@ measurement, the verdict, and the dispatch term where it was measured (predict.p
 
 from __future__ import annotations
 
-from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, TOLERANCE_PCT, UNDETERMINED, predicted_tests, verdict as verdict_of
+from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, TOLERANCE_PCT, UNDETERMINED, predicted_tests, scorecard
 from ..render import bullets, table
 from ..stats import EQUIVALENCE_PCT
 from .cells import fmt
@@ -42,7 +42,7 @@ def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[s
               "Added to the in-process runs' predictions:",
               table(["variant", "dispatch ms per step", "four terms s", "with dispatch s", "measured s",
                             "error", "verdict"], dispatch_rows(rows)),
-              dispatch_verdict(verdict_of(rows, "verdict_with_dispatch"))]
+              dispatch_verdict(scorecard(rows, "verdict_with_dispatch"))]
     b.append("With the decoded images cached (`data.cache: true`) the input term is a small part of an epoch. The "
              "input-on run (`dvc exp run -n input-on -S data.cache=false -S data.standin_px=512`) made it large; "
              "its report is kept in the repository at reports/reference/cpu-input-on-amd-epyc-2core/, and "
