@@ -79,6 +79,21 @@ def tiny_data(tmp_path_factory) -> Path:
     return root / "data"
 
 
+@pytest.fixture(scope="session")
+def rendered(tiny_data, tmp_path_factory) -> Path:
+    """Hand-made results for every variant (helpers/fakes.py) and the good report rendered from them,
+    once per worker: the fault tests break its inputs, the numbers tests read it back."""
+    from tests.helpers.fakes import fake_results
+
+    root = tmp_path_factory.mktemp("rendered")
+    shutil.copytree(tiny_data, root / "data")
+    write_params(root / "params.yaml", tiny_params())
+    fake_results(root / "results")
+    ok = report_in_process(root)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    return root
+
+
 @pytest.fixture
 def workdir(tmp_path, tiny_data, monkeypatch) -> Path:
     """A working directory holding a copy of the tiny data and tiny params.yaml."""

@@ -10,8 +10,6 @@ import re
 
 import pytest
 
-from tests.conftest import report_in_process
-from tests.helpers.fakes import fake_results
 
 NUM = r"(-?\d+(?:\.\d+)?)"
 
@@ -36,22 +34,14 @@ def _table(md: str, heading: str) -> list[dict[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory, tiny_data):
-    import shutil
-
-    from tests.conftest import tiny_params, write_params
-
-    work = tmp_path_factory.mktemp("numbers")
-    shutil.copytree(tiny_data, work / "data")
-    write_params(work / "params.yaml", tiny_params())
-    fake_results(work / "results")
-    proc = report_in_process(work)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return (work / "reports" / "report.md").read_text(), json.loads((work / "reports" / "metrics.json").read_text())
+def numbers(rendered) -> tuple[str, dict]:
+    """report.md and metrics.json of the hand-made results' report (tests/conftest.py `rendered`)."""
+    return ((rendered / "reports" / "report.md").read_text(),
+            json.loads((rendered / "reports" / "metrics.json").read_text()))
 
 
-def test_the_headline_table_prints_metrics_json(rendered):
-    md, metrics = rendered
+def test_the_headline_table_prints_metrics_json(numbers):
+    md, metrics = numbers
     rows = _table(md, "## Headline")
     assert {r["variant"] for r in rows} == set(metrics["variants"])
     checked = 0
@@ -73,8 +63,8 @@ def test_the_headline_table_prints_metrics_json(rendered):
     assert checked == len(rows) - 1          # every row but the baseline's own has an interval
 
 
-def test_the_opening_sentence_prints_metrics_json(rendered):
-    md, metrics = rendered
+def test_the_opening_sentence_prints_metrics_json(numbers):
+    md, metrics = numbers
     first = md.split("\n\n")[1]
     found = re.findall(rf"(\w+) \(\d+ (?:replicas|workers)\) {NUM}x \[{NUM}-{NUM}\]", first)
     assert found, first
@@ -84,8 +74,8 @@ def test_the_opening_sentence_prints_metrics_json(rendered):
         assert _close(high, m["speedup_vs_baseline_ci_high"])
 
 
-def test_the_precision_table_prints_metrics_json(rendered):
-    md, metrics = rendered
+def test_the_precision_table_prints_metrics_json(numbers):
+    md, metrics = numbers
     rows = _table(md, "Half-widths of the multi-replica speed-ups")
     assert rows
     for row in rows:

@@ -1,4 +1,4 @@
-"""Fixtures the fault tests share: a rendered report to break inputs under."""
+"""Fixtures the fault tests share: a rendered report (tests/conftest.py `rendered`) to break inputs under."""
 
 from __future__ import annotations
 
@@ -7,21 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_clean_failure, report_in_process, run_cli, tiny_params, tree_snapshot, write_params
-
-
-@pytest.fixture(scope="session")
-def rendered(tiny_data, tmp_path_factory) -> Path:
-    """Hand-made results for every variant and the good report rendered from them, once per worker."""
-    from tests.helpers.fakes import fake_results
-
-    root = tmp_path_factory.mktemp("rendered")
-    shutil.copytree(tiny_data, root / "data")
-    write_params(root / "params.yaml", tiny_params())
-    fake_results(root / "results")
-    ok = report_in_process(root)
-    assert ok.returncode == 0, ok.stderr[-2000:]
-    return root
+from tests.conftest import assert_clean_failure, run_cli, tree_snapshot
 
 
 @pytest.fixture
