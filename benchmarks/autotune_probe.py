@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import run as bench
-from flowerbench import host, provenance
+from flowerbench.core import host, provenance
 
 OUT = bench.REPO / "reports" / "reference" / "blog-autotune-wait-amd-epyc-2core" / "probe.json"
 

@@ -62,7 +62,7 @@ train_ds = tf.keras.utils.image_dataset_from_directory(
     data_dir, seed=123, image_size=(img_height, img_width), batch_size=global_batch_size)
 num_classes = len(train_ds.class_names)
 if args.quiet_autotune:
-    from flowerbench.dataset import quiet_device_iterators
+    from flowerbench.data.dataset import quiet_device_iterators
 
     quiet_options = tf.data.Options()
     quiet_options.autotune.enabled = False

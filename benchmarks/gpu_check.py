@@ -39,8 +39,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from flowerbench.deadline import Deadline, DeadlineExceeded, wait
-from flowerbench.host import visible_gpus  # (imports no TensorFlow)
+from flowerbench.core.deadline import Deadline, DeadlineExceeded, wait
+from flowerbench.core.host import visible_gpus  # (imports no TensorFlow)
 
 REPO = Path(__file__).resolve().parents[1]
 

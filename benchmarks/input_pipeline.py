@@ -46,7 +46,7 @@ def blog_pipeline(files: list[str], labels: list[int], px: int, batch: int, seed
 
 def rate(pipeline: str, root: Path, px: int, batch: int) -> float:
     """Images/s over one pass (ours: its first, decoding pass)."""
-    from flowerbench.dataset import build_dataset, list_images
+    from flowerbench.data.dataset import build_dataset, list_images
 
     images = list_images(root, 123, None)
     ds = (blog_pipeline(images.files, images.labels, px, batch, 123) if pipeline == "blog"
@@ -68,8 +68,9 @@ def main() -> int:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         print(json.dumps({"images_per_second": rate(a.child[0], Path(a.child[1]), 224, 64)}))
         return 0
-    from flowerbench import provenance, standin
-    from flowerbench.host import cpu_model, usable_cores as cpu_count
+    from flowerbench.core import provenance
+    from flowerbench.data import standin
+    from flowerbench.core.host import cpu_model, usable_cores as cpu_count
 
     per_class = a.images // len(standin.REAL_COUNTS)
     rows = []

@@ -47,12 +47,13 @@ ARMS = {"A": 1, "B": 2}      # arm -> replicas
 def worker(params_path: str, replicas: int, cores: list[int], epochs: int) -> int:
     """One held process: warm up one epoch at once, then before each of `epochs` timed epochs say
     `ready` on stdout and wait for `go` on stdin; after each, print the epoch's seconds as JSON."""
-    from flowerbench import paths, runtime
-    from flowerbench.config import load_params
-    from flowerbench.dataset import build_dataset, list_images
-    from flowerbench.loops import build_optimizer_in_scope, known_steps
-    from flowerbench.model import build_model, make_optimizer
-    from flowerbench.training import batch_sizes
+    from flowerbench.core import paths
+    from flowerbench.training import runtime
+    from flowerbench.core.config import load_params
+    from flowerbench.data.dataset import build_dataset, list_images
+    from flowerbench.training.loops import build_optimizer_in_scope, known_steps
+    from flowerbench.training.network import build_model, make_optimizer
+    from flowerbench.training.trainer import batch_sizes
 
     params = load_params(params_path)
     rt = runtime.start(params.train, replicas, core_ids=cores, speed_index=False)
@@ -162,7 +163,7 @@ def pair_logs(epochs: dict[str, list[dict]]) -> dict:
 def analyse(pairs: list[dict]) -> dict:
     """Over the pairs: the equivalence test of d (stats.tost, +-BAND_PCT) and each arm's switching
     cost (interleaved over back to back) with its 95 % interval."""
-    from flowerbench import stats as S
+    from flowerbench.analysis import stats as S
 
     logs = [pair_logs(p["epochs"]) for p in pairs]
     ds = [x["d"] for x in logs]
@@ -175,7 +176,7 @@ def analyse(pairs: list[dict]) -> dict:
 
 
 def markdown(out: dict) -> str:
-    from flowerbench.render import table
+    from flowerbench.report.render import table
 
     t, a = out["tost"], out["analysis"]
 
@@ -201,9 +202,9 @@ def markdown(out: dict) -> str:
 
 
 def drive(a: argparse.Namespace) -> dict:
-    from flowerbench import host, provenance
-    from flowerbench.config import load_params
-    from flowerbench.hostlock import measuring
+    from flowerbench.core import host, provenance
+    from flowerbench.core.config import load_params
+    from flowerbench.measuring.hostlock import measuring
 
     params = load_params(a.params)
     usable = host.usable_core_ids(host.describe())
@@ -268,7 +269,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.worker:
         return worker(a.params, a.replicas, [int(c) for c in a.cores.split(",")], a.epochs)
-    from flowerbench.io import atomic_write, write_json
+    from flowerbench.core.io import atomic_write, write_json
 
     out = drive(a)
     write_json(a.out, out)

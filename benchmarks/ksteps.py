@@ -6,7 +6,7 @@
 Predict.  The custom loop calls one tf.function per step; at N replicas each call pays the dispatch
 term (terms: N replicas' step driven from one process, beyond contention x the step alone + the
 all-reduce).  Running k steps per call pays it once per k steps.  This writes what the model says
-that does to the N-replica epoch (heldout.ksteps) at the reference settings with `--images`
+that does to the N-replica epoch (perfmodel.ksteps) at the reference settings with `--images`
 images (960 = 15 steps of 2 x 32, the blog's 3,670 / 256 steps per epoch or more), from the
 committed terms and the custom loop's twin step in the committed rounds.  Commit the file before
 the feature is built and measured.  Reads results only: no TensorFlow, under a second.
@@ -20,7 +20,7 @@ size, batch and timed epochs, one warm-up epoch):
     which one is its fastest is measured here, not assumed: TensorFlow's defaults as a new user runs it
     (its own thread pools, oneDNN off) and tuned as ours (our thread pools, oneDNN on);
   * ours, fit() at 1 x c.
-Then: each k's seconds against the committed prediction (on the point, predict.judge) and as a
+Then: each k's seconds against the committed prediction (on the point, judge.judge) and as a
 paired ratio to k = 1 against the predicted ratio; ours/blog as paired ratios over the blog's window
 (the whole timed call), target <= 0.90 on the whole 95 % interval against the blog's faster setting
 (the lower geometric mean), at N x c (every k) and at 1 x c (fit).  Writes reports/ksteps.json and
@@ -36,11 +36,16 @@ import sys
 import time
 from pathlib import Path
 
-from flowerbench import heldout, paths, predict, provenance, render, rounds, stats
-from flowerbench.config import load_params
-from flowerbench.dataset import steps_per_epoch
-from flowerbench.io import atomic_write, write_json
-from flowerbench.validate import reference_rows
+from flowerbench.perfmodel import heldout, judge
+from flowerbench.perfmodel.ksteps import ksteps
+from flowerbench.perfmodel.termsfile import load_terms
+from flowerbench.core import paths, provenance
+from flowerbench.report import render
+from flowerbench.analysis import rounds, stats
+from flowerbench.core.config import load_params
+from flowerbench.data.dataset import steps_per_epoch
+from flowerbench.core.io import atomic_write, write_json
+from flowerbench.perfmodel.predict_heldout import reference_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,19 +66,19 @@ def main() -> int:
         return measure(a)
     a.out = a.out or PREDICTION
     params = load_params("params.yaml")
-    terms = predict.load_terms(paths.TERMS)
-    n = max(int(k) for k in terms["contention"])
+    terms = load_terms(paths.TERMS)
+    n = terms.most_replicas
     twin = next(r for r in reference_rows(params, terms) if r["loop"] == "custom" and r.get("step_seconds"))
     b = params.train.batch_size_per_replica
     steps = steps_per_epoch(a.images, n * b)
     common = {"cores_per_replica": params.train.cores_per_replica, "images": a.images,
-              "epochs": params.train.epochs, "input_rate": terms["input"]["median_rate"], "ks": a.k}
+              "epochs": params.train.epochs, "input_rate": terms.input.median_rate, "ks": a.k}
     out = {"written_at": provenance.now(), **provenance.git_state(), "terms_sha256": heldout.sha256(paths.TERMS),
            "form": "unrolled: k steps traced into one tf.function (not a tf.range while-loop)",
            "image_size": params.data.image_size, "batch_size_per_replica": b, "replicas": n,
            "custom_step_seconds": twin["step_seconds"], "twin": twin["twin"],
-           "n_replicas": heldout.ksteps(terms, twin["step_seconds"], replicas=n, steps=steps, **common),
-           "one_replica": heldout.ksteps(terms, twin["step_seconds"], replicas=1,
+           "n_replicas": ksteps(terms, twin["step_seconds"], replicas=n, steps=steps, **common),
+           "one_replica": ksteps(terms, twin["step_seconds"], replicas=1,
                                          steps=steps_per_epoch(a.images, b),
                                          **{**common, "ks": [k for k in a.k if steps_per_epoch(a.images, b) % k == 0]})}
     write_json(a.out, out)
@@ -116,15 +121,15 @@ def analyse(runs: dict[str, list[dict]], prediction: dict, ks: list[int]) -> dic
                "warmup_seconds": [r["warmup_seconds"] for r in runs[f"ours_custom_N_k{k}"]]}
         p = by_k.get(str(k))
         if p:
-            row.update(predicted_seconds=p["seconds"], error_pct=predict.error_pct(p["seconds"], est.point),
-                       verdict=predict.judge(p["seconds"], est.point, est.low, est.high, est.dof),
+            row.update(predicted_seconds=p["seconds"], error_pct=judge.error_pct(p["seconds"], est.point),
+                       verdict=judge.judge(p["seconds"], est.point, est.low, est.high, est.dof),
                        predicted_over_k1=p["over_smallest_k"])
         if k != ks[0]:
             over = _ratio(runs, f"ours_custom_N_k{k}", f"ours_custom_N_k{ks[0]}", "timed_seconds")
             row["measured_over_k1"] = over
             if p:
-                row["ratio_error_pct"] = predict.error_pct(p["over_smallest_k"], over["point"])
-                row["ratio_verdict"] = predict.judge(p["over_smallest_k"], over["point"], over["low"], over["high"],
+                row["ratio_error_pct"] = judge.error_pct(p["over_smallest_k"], over["point"])
+                row["ratio_verdict"] = judge.judge(p["over_smallest_k"], over["point"], over["low"], over["high"],
                                                      over["n"] - 1)
         k_rows.append(row)
     seconds = {name: stats.geometric([r["call_seconds"] for r in rs]).as_dict() for name, rs in runs.items()}
@@ -160,7 +165,7 @@ def markdown(out: dict) -> str:
              f"committed at {(pc['commit'] or 'uncommitted')[:12]} ({pc['committed_at']}), before this run.",
              "## k steps per call against the prediction",
              f"Seconds: the timed epochs of one process, geometric mean [95 % interval] over the rounds; the "
-             f"prediction holds within +-{predict.TOLERANCE_PCT:.0f} % of the measured point, undetermined where the "
+             f"prediction holds within +-{judge.TOLERANCE_PCT:.0f} % of the measured point, undetermined where the "
              f"measured interval is itself wider. The ratio to k = {out['ks'][0]} is paired inside each round.",
              render.table(["k", "calls per epoch", "predicted s", "measured s [95% CI]", "error", "verdict",
                            f"predicted / k={out['ks'][0]}", f"measured / k={out['ks'][0]} [95% CI]", "verdict (ratio)",
@@ -199,8 +204,8 @@ def measure(a) -> int:
     import yaml
 
     from benchmarks import run as bench
-    from flowerbench import host
-    from flowerbench.hostlock import measuring
+    from flowerbench.core import host
+    from flowerbench.measuring.hostlock import measuring
 
     os.chdir(REPO)
     if a.rounds < 2:

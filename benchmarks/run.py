@@ -43,15 +43,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from flowerbench import budget, host, paths, provenance, render, results, runtime, schedule
-from flowerbench.budget import CoreBudget
-from flowerbench.config import load_params
-from flowerbench.dataset import list_images
-from flowerbench.deadline import Deadline, DeadlineExceeded, guarded
-from flowerbench.host import cpu_model, usable_cores as cpu_count
-from flowerbench.io import atomic_write, write_json
-from flowerbench.lockfile import pending_stages
-from flowerbench.stats import paired
+from flowerbench.training import placement, runtime
+from flowerbench.core import host, paths, provenance, results
+from flowerbench.report import render
+from flowerbench.measuring import schedule
+from flowerbench.training.placement import CoreBudget
+from flowerbench.core.config import load_params
+from flowerbench.data.dataset import list_images
+from flowerbench.core.deadline import Deadline, DeadlineExceeded, guarded
+from flowerbench.core.host import cpu_model, usable_cores as cpu_count
+from flowerbench.core.io import atomic_write, write_json
+from flowerbench.core.lockfile import pending_stages
+from flowerbench.analysis.stats import paired
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,7 +68,7 @@ def run_measured(cmd: list[str], cwd: Path, env: dict | None = None,
                  cores: CoreBudget | None = None) -> tuple[float, int, str]:
     """(wall seconds, peak RSS of the process in MiB, stdout); `cores`: a budget whose affinity mask is
     set in the child before it starts (budget.pin: before TensorFlow sizes its thread pools from it)."""
-    pin = functools.partial(budget.pin, cores) if cores and cores.affinity else None
+    pin = functools.partial(placement.pin, cores) if cores and cores.affinity else None
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=out, stderr=err, text=True, env=env or os.environ.copy(),
@@ -140,7 +143,7 @@ def same_budget(replicas: int) -> CoreBudget:
 def auto_replicas() -> int:
     """N of the N x c budget: what `replicas: auto` is on this host."""
     machine = host.describe()
-    return budget.auto_replicas(load_params(REPO / "params.yaml").train, machine["usable_cores"], machine["gpu_count"])
+    return placement.auto_replicas(load_params(REPO / "params.yaml").train, machine["usable_cores"], machine["gpu_count"])
 
 
 def same_budget_rows(runs: dict[str, list[dict]], n: int) -> list[dict]:
@@ -149,7 +152,7 @@ def same_budget_rows(runs: dict[str, list[dict]], n: int) -> list[dict]:
     each round (its 1 x c run of the same round; stats.paired, over N).  The custom loop with the whole
     epoch in one graph on one replica is a pathological baseline on CPU (docs/performance.md): an
     efficiency against it is labelled so."""
-    from flowerbench.stats import mean_interval, paired
+    from flowerbench.analysis.stats import mean_interval, paired
 
     rows = []
     for loop in ("fit", "custom"):
@@ -178,7 +181,7 @@ def blog(work: Path, loop: str, replicas: int, image_size: int, batch: int, epoc
            "--replicas", str(replicas), "--image-size", str(image_size), "--batch-size", str(batch),
            "--epochs", str(epochs), *(["--quiet-autotune"] if quiet_autotune else [])]
     b = same_budget(replicas)
-    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"} if tf_defaults else {**os.environ, **budget.thread_env(b)}
+    env = {**os.environ, "TF_ENABLE_ONEDNN_OPTS": "0"} if tf_defaults else {**os.environ, **placement.thread_env(b)}
     if tf_defaults:
         for k in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
             env.pop(k, None)
@@ -196,7 +199,7 @@ def machine_ceiling(work: Path, cores: CoreBudget, small: bool = False) -> dict:
     """The matmul and 3x3-conv GFLOP/s of `cores` (benchmarks/ceiling.py, its own process pinned to the
     budget's mask with its thread pools): the budget of the run it is compared with, never the host."""
     cmd = [PY, str(REPO / "benchmarks" / "ceiling.py"), *(["--small", "--seconds", "0.2"] if small else [])]
-    _, _, out = run_measured(cmd, work, env={**os.environ, **budget.thread_env(cores)}, cores=cores)
+    _, _, out = run_measured(cmd, work, env={**os.environ, **placement.thread_env(cores)}, cores=cores)
     return {**json.loads(out.strip().splitlines()[-1]), "budget": cores.as_dict()}
 
 

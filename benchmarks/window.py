@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.run import REPO, make_workdir, ours
-from flowerbench import provenance
-from flowerbench.host import cpu_model, usable_cores as cpu_count
-from flowerbench.io import write_json
+from flowerbench.core import provenance
+from flowerbench.core.host import cpu_model, usable_cores as cpu_count
+from flowerbench.core.io import write_json
 
 TARGET = 1.05
 

@@ -64,7 +64,7 @@ def write_params(path: Path, params: dict) -> Path:
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> Path:
     """data/ with a 30-image stand-in and its manifest, made by the real fetch code."""
-    from flowerbench import fetch, standin
+    from flowerbench.data import fetch, standin
 
     root = tmp_path_factory.mktemp("tinydata")
     flowers = root / "data" / "flower_photos"
@@ -132,7 +132,7 @@ def report_in_process(cwd: Path) -> subprocess.CompletedProcess:
     import signal
 
     from flowerbench import cli
-    from flowerbench.log import ROOT
+    from flowerbench.core.log import ROOT
 
     logger = logging.getLogger(ROOT)
     handlers = logger.handlers[:]
@@ -258,7 +258,7 @@ def dvc_status(repo: Path) -> dict:
     """`dvc status --json` minus the host stage's permanent entry: the host stage is always_changed,
     so this asserts that its entry is exactly "always changed" (else it is kept and shows up in the
     caller's comparison) and {} means every other stage is up to date."""
-    from flowerbench.lockfile import pending_stages
+    from flowerbench.core.lockfile import pending_stages
 
     return pending_stages(json.loads(dvc("status", "--json", cwd=repo).stdout or "{}"))
 
@@ -283,7 +283,7 @@ def git(*args: str, cwd: Path) -> str:
 
 def _build_pipeline(repo: Path) -> None:
     """A git repo with the real dvc.yaml, code and lock, tiny params, reproduced and committed."""
-    from flowerbench.config import resolved_dict, validate
+    from flowerbench.core.config import resolved_dict, validate
 
     for item in ("dvc.yaml", "src", ".dvc/config", ".dvc/.gitignore", ".dvc/plots", ".gitignore", ".dvcignore",
                  "data/.gitignore", "reports/.gitignore", "requirements.lock",

@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from flowerbench import ab, rounds as R
-from flowerbench.config import load_params
+from flowerbench.analysis import ab, rounds as R
+from flowerbench.core.config import load_params
 from tests.conftest import run_cli
 from tests.helpers.fakes import KNOWN, fake_result, per_round, write_rounds
 
@@ -62,7 +62,7 @@ def test_the_same_ratios_reproduce_a_shifted_one_differs_and_a_noisy_one_is_unde
 def test_the_equivalence_rule_at_its_edges():
     """stats.tost on constructed cases: inside the band (90 %), outside it (95 %), straddling it, no
     interval; the band is symmetric on the log scale; a correction widens only the 'differs' side."""
-    from flowerbench import stats as S
+    from flowerbench.analysis import stats as S
 
     band = math.log(1.15)
     t90, t95 = S.t_quantile(0.95, 10), S.t_quantile(0.975, 10)

@@ -53,7 +53,7 @@ def _bench_module():
 def test_bench_workdir_holds_the_chosen_images_and_valid_params(workdir, tmp_path):
     """The bench's peers read one folder of exactly --images files; every params file it writes
     validates and differs from params.yaml only in the knob that file is for."""
-    from flowerbench.config import load_params
+    from flowerbench.core.config import load_params
 
     work = _bench_module().make_workdir(tmp_path / "bench", 20, 32, 8, 1, data_root=workdir)
     assert len([f for f in (work / "data" / "flower_photos").rglob("*") if f.is_file()]) == 20
@@ -108,7 +108,7 @@ def test_bench_main_summarises_and_writes_json_and_table(tmp_path, monkeypatch, 
     monkeypatch.setattr(bench, "REPO", tmp_path)
     monkeypatch.setattr(bench, "make_workdir", lambda *a, **k: tmp_path)
     monkeypatch.setattr(bench, "auto_replicas", lambda: 2)
-    from flowerbench.budget import CoreBudget
+    from flowerbench.training.placement import CoreBudget
 
     monkeypatch.setattr(bench, "same_budget", lambda n: CoreBudget("core_matched", 1, n, list(range(n)), 2, 1, n))
     seconds = {"blog_fit_1": [10.0, 12.0, 11.0], "blog_custom_1": [30.0, 31.0, 29.0],
@@ -210,7 +210,7 @@ def test_the_ceiling_is_measured_on_the_budget_of_the_run_it_is_compared_with(tm
     import os
 
     bench = _bench_module()
-    from flowerbench.budget import CoreBudget
+    from flowerbench.training.placement import CoreBudget
 
     core = sorted(os.sched_getaffinity(0))[-1]
     one = CoreBudget("core_matched", 1, 1, [core], len(os.sched_getaffinity(0)), 1, 1)
@@ -222,7 +222,7 @@ def test_the_ceiling_is_measured_on_the_budget_of_the_run_it_is_compared_with(tm
 def test_window_workdir_params_are_valid_and_cover_every_replica_count(workdir, tmp_path):
     """benchmarks/window.py's variants: fit and custom at each replica count, in valid params whose
     custom loop is the one `make reproduce` runs."""
-    from flowerbench.config import load_params
+    from flowerbench.core.config import load_params
 
     from benchmarks import window
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flowerbench.cli import build_parser, command_parser
-from flowerbench.entry import one_line
+from flowerbench.core.entry import one_line
 from tests.conftest import run_cli
 
 STAGES = ["fetch", "train", "report", "worker", "launch", "terms", "probe", "preflight", "exp-args",

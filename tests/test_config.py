@@ -6,8 +6,8 @@ import pytest
 
 from pydantic import ValidationError
 
-from flowerbench.config import Params, ParamsError, load_params, resolved_dict, validate
-from flowerbench.training import batch_sizes
+from flowerbench.core.config import Params, ParamsError, load_params, resolved_dict, validate
+from flowerbench.training.trainer import batch_sizes
 from tests.conftest import tiny_params
 
 
@@ -93,7 +93,7 @@ def test_global_batch_size(scaling, replicas, expected):
 def test_code_defaults_are_params_yaml():
     """One source of truth: every default of the schema equals params.yaml's value, so a params
     file that omits a key (params-blog.yaml) gets params.yaml's setting, not another one."""
-    from flowerbench.config import Params, resolved_dict
+    from flowerbench.core.config import Params, resolved_dict
     from tests.conftest import REPO
 
     def flat(d, prefix=""):

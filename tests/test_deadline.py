@@ -1,4 +1,4 @@
-"""The one kill-on-deadline helper (flowerbench.deadline), used by the launcher, the bench's clone
+"""The one kill-on-deadline helper (flowerbench.core.deadline), used by the launcher, the bench's clone
 and gpu-check: every way a child can end, with real processes (and their children) in their own
 process groups."""
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from flowerbench.deadline import Deadline, DeadlineExceeded, guarded, wait
+from flowerbench.core.deadline import Deadline, DeadlineExceeded, guarded, wait
 
 # A child that forks a grandchild (which a kill of the child alone would leave behind), then:
 QUIET = "import subprocess, sys, time; g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); print(g.pid, flush=True); time.sleep(60)"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from flowerbench.config import Params
+from flowerbench.core.config import Params
 from tests.conftest import REPO
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -113,10 +113,13 @@ def test_readme_what_is_where_names_every_module():
     readme = (REPO / "README.md").read_text()
     where = readme[readme.index("## What is where"):readme.index("## Documentation")]
     pkg = REPO / "src" / "flowerbench"
-    modules = {p.stem for p in pkg.glob("*.py")} | {p.name for p in pkg.iterdir() if p.is_dir() and
-                                                    (p / "__init__.py").exists()}
+    packages = {p.name for p in pkg.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    modules = {p.stem for p in pkg.glob("*.py")} | packages | {
+        p.stem for d in packages - {"commands"} for p in (pkg / d).glob("*.py")}
     missing = sorted(m for m in modules - {"__init__", "__main__"} if not re.search(rf"\b{m}\b", where))
     assert missing == []
+    # each package's line names it as a folder
+    assert all(f"{d}/" in where for d in packages), packages
 
 
 # params.yaml maps whose keys the user names (variants, the blog's times, ...): documented as a whole
@@ -164,7 +167,9 @@ def test_every_stage_command_in_dvc_yaml_is_the_one_docs_pipeline_gives():
 def test_every_exit_code_the_code_uses_is_in_docs_faults_md():
     """The codes entry.run can return (EXIT_CODES: the `exit_code` of the errors that carry one, the
     signals', 2 for params) and the Makefile's flock code are each named in docs/faults.md."""
-    from flowerbench import devices, entry, heldout
+    from flowerbench.training import devices
+    from flowerbench.core import entry
+    from flowerbench.perfmodel import heldout
 
     used = {0, 1, 2, devices.EXIT_PORT_TAKEN, heldout.FrozenError.exit_code,
             *(rc for rc, _ in entry.STOPPED.values())}

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flowerbench import paths
-from flowerbench.closure import closure
-from flowerbench.config import TrainParams
-from flowerbench.measure import SPAWNED
+from flowerbench.core import paths
+from flowerbench.core.closure import closure
+from flowerbench.core.config import TrainParams
+from flowerbench.measuring.scheduler import SPAWNED
 from tests.conftest import REPO, VENV_BIN, cli_env, copy_pipeline, dvc, dvc_status as status, git, write_params
 
 PKG_DIR = REPO / "src" / "flowerbench"
@@ -69,48 +69,70 @@ def test_dvc_yaml_outputs_match_paths_module():
     assert files == {str(paths.EPOCHS_PLOT), str(paths.WARMUP_PLOT)}
 
 
+def _code_deps(stage: dict) -> set[str]:
+    """The stage's code deps as module files: a package folder stands for every module in it."""
+    out = set()
+    for d in (d for d in stage["deps"] if d.startswith("src/")):
+        path = REPO / d
+        out |= ({str(f.relative_to(REPO)) for f in path.glob("*.py")} if path.is_dir() else {d})
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(stages()))
 def test_stage_deps_are_the_code_its_command_runs(name):
     """Each stage lists exactly the flowerbench modules its command runs (commands/<name>.py,
-    followed through every flowerbench import), plus requirements.lock."""
+    followed through every flowerbench import, with each package's __init__.py), plus
+    requirements.lock.  A package it runs whole is one folder dep; one it runs in part, its files."""
     stage = _body(stages()[name])
     sub = stage["cmd"].split("python -m flowerbench.commands.")[1].split()[0]
     subs = SPAWNS.get(sub, [sub])
     if sub == "launch":
-        assert '"-m", "flowerbench.commands.worker"' in (PKG_DIR / "multiworker.py").read_text()
+        assert '"-m", "flowerbench.commands.worker"' in (PKG_DIR / "training" / "multiworker.py").read_text()
     if sub == "terms":
-        assert '"-m", "flowerbench.commands.probe"' in (PKG_DIR / "terms.py").read_text()
+        assert '"-m", "flowerbench.commands.probe"' in (PKG_DIR / "perfmodel" / "terms.py").read_text()
     if sub in ("rounds", "secondary"):
-        text = (PKG_DIR / "measure.py").read_text()
+        text = (PKG_DIR / "measuring" / "scheduler.py").read_text()
         assert all(f'"-m", "flowerbench.commands.{c}"' in text for c in ("train", "launch"))
     want = {f"src/flowerbench/{m}" for m in closure(PKG_DIR, subs)}
-    have = {d for d in stage["deps"] if d.startswith("src/")}
+    have = _code_deps(stage)
     assert want - have == set(), f"{name}: dvc.yaml misses {sorted(want - have)}"
     assert have - want == set(), f"{name}: dvc.yaml lists modules its command never runs: {sorted(have - want)}"
+    # a package run whole is named as its folder, not file by file (the folders are the concerns)
+    for pkg in {Path(m).parent for m in want if m.count("/") == 3 and "/commands/" not in m}:
+        whole = {str(f.relative_to(REPO)) for f in (REPO / pkg).glob("*.py")} <= want
+        assert (str(pkg) in stage["deps"]) == whole, (name, str(pkg))
     assert "requirements.lock" in stage["deps"]
 
 
 def test_the_closure_follows_imports_and_stages_stand_on_shared_modules():
     """Each command stands alone: fetch does not depend on TensorFlow code, report not on training, and
     no stage on cli.py (the users' dispatcher) or on another stage's command."""
-    assert "train.py" not in closure(PKG_DIR, ["fetch"]) and "report/__init__.py" not in closure(PKG_DIR, ["train"])
-    assert {"commands/fetch.py", "entry.py", "config.py", "fetch.py", "standin.py"} <= closure(PKG_DIR, ["fetch"])
+    assert "training/process.py" not in closure(PKG_DIR, ["fetch"])
+    assert "report/__init__.py" not in closure(PKG_DIR, ["train"])
+    assert {"commands/fetch.py", "core/__init__.py", "core/entry.py", "core/config.py", "data/__init__.py",
+            "data/fetch.py", "data/standin.py"} <= closure(PKG_DIR, ["fetch"])
     for command in ("host", "fetch", "rounds", "secondary", "train", "report", "launch", "worker", "terms", "probe",
                     "ab"):
         mods = closure(PKG_DIR, [command])
         assert "cli.py" not in mods and "__main__.py" not in mods, command
         assert {m for m in mods if m.startswith("commands/")} == {"commands/__init__.py", f"commands/{command}.py"}
+        # every package on the way is imported through its __init__.py
+        assert all(str(Path(m).parent / "__init__.py") in mods for m in mods if "/" in m), command
     # Layering: stages stand on shared modules, never on each other.  The worker runs the shared
-    # training path (training.py), not the `train` stage; training does not import the fetch stage.
-    assert {"multiworker.py", "training.py", "devices.py"} <= closure(PKG_DIR, ["launch", "worker"])
-    assert "train.py" not in closure(PKG_DIR, ["launch", "worker"])
-    assert {"fetch.py", "standin.py", "multiworker.py"}.isdisjoint(closure(PKG_DIR, ["train"]))
+    # training path (training/trainer.py), not the `train` command's process; training does not import
+    # the fetch stage.
+    assert {"training/multiworker.py", "training/trainer.py", "training/devices.py"} <= closure(
+        PKG_DIR, ["launch", "worker"])
+    assert "training/process.py" not in closure(PKG_DIR, ["launch", "worker"])
+    assert {"data/fetch.py", "data/standin.py", "training/multiworker.py"}.isdisjoint(closure(PKG_DIR, ["train"]))
     # the rounds run train and launch as processes, never in their own: no TensorFlow code in-process
     for stage in ("rounds", "secondary"):
-        assert {"train.py", "training.py", "multiworker.py", "devices.py"}.isdisjoint(closure(PKG_DIR, [stage]))
+        assert not any(m.startswith("training/") for m in closure(PKG_DIR, [stage]))
     # the report reads the rounds, it does not run them (it names the commands they run, to tell which
     # uncommitted files a result ran with: the same as the stage's own list)
-    assert "rounds.py" in closure(PKG_DIR, ["report"]) and "measure.py" not in closure(PKG_DIR, ["report"])
+    report = closure(PKG_DIR, ["report"])
+    assert "analysis/rounds.py" in report and "measuring/scheduler.py" not in report
+    assert not any(m.startswith(("training/", "data/")) for m in report)
     from flowerbench.report import MEASURED_COMMANDS
 
     assert sorted(MEASURED_COMMANDS) == sorted(SPAWNED)
@@ -306,12 +328,17 @@ def test_another_cpu_identity_measures_again_and_the_same_one_reuses(pipeline_re
 
 def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
     """Each stage's command line is its own module: an edit to train's reruns the stages that run it
-    (rounds, secondary), not fetch or the report's inputs; an edit to the report's statistics reruns the report
-    alone; an edit to the shared entry (entry.py) reruns every stage, as it should."""
+    (rounds, secondary), not fetch or the report's inputs; an edit to any analysis-only module (one of
+    each concern: the statistics, the metrics, the reader of the rounds, the model's judging, a report
+    section) reruns the report alone, no measuring stage; an edit to the shared entry (core/entry.py)
+    reruns every stage, as it should."""
     pkg = pipeline_repo / "src" / "flowerbench"
-    train_cmd, stats, shared = pkg / "commands" / "train.py", pkg / "stats.py", pkg / "entry.py"
-    for path, want in ((train_cmd, {"rounds", "secondary"}), (stats, {"report"}),
-                       (shared, {"host", "fetch", "rounds", "secondary", "report"})):
+    analysis_only = ["analysis/stats.py", "analysis/metrics.py", "analysis/rounds.py", "perfmodel/judge.py",
+                     "perfmodel/forms.py", "report/cells.py"]
+    edits = [(pkg / "commands" / "train.py", {"rounds", "secondary"}),
+             *((pkg / m, {"report"}) for m in analysis_only),
+             (pkg / "core" / "entry.py", {"host", "fetch", "rounds", "secondary", "report"})]
+    for path, want in edits:
         text = path.read_text()
         try:
             path.write_text(text + "\n# an edit\n")
@@ -320,7 +347,8 @@ def test_editing_one_commands_code_reruns_only_its_stage(pipeline_repo):
             rel = str(path.relative_to(pipeline_repo))
             for name, entries in changed.items():  # dvc status: [{"changed deps": {path: "modified"}}]
                 deps = {k: v for e in entries if isinstance(e, dict) for k, v in e.get("changed deps", {}).items()}
-                assert deps == {rel: "modified"}, (name, entries)
+                # the module, or its package's folder where the stage runs the package whole
+                assert deps in ({rel: "modified"}, {str(Path(rel).parent): "modified"}), (name, entries)
         finally:
             path.write_text(text)
     assert status(pipeline_repo) == {}
@@ -431,20 +459,27 @@ def test_push_then_a_fresh_clone_pulls_to_a_clean_status(pipeline_repo, tmp_path
     assert git("status", "--porcelain", cwd=clone) == ""
 
 
-# The analysis: what reads measurements back and judges them.  No measuring stage may run it, so an
-# edit to it reruns the report alone (and the held-out predictions, frozen on the terms' sha256,
-# survive it).
-ANALYSIS = {"rounds.py", "stats.py", "estimators.py", "pool.py", "predict.py", "metrics.py", "heldout.py",
-            "validate.py", "ab.py", "blog.py", "render.py"}
+# The analysis: what reads measurements back and judges them: the analysis and report packages, and
+# the performance model but for what the terms stage runs (its probes and the terms file's schema).
+# No measuring stage may run it, so an edit to it reruns the report alone (and the held-out
+# predictions, frozen on the terms' sha256, survive it).
+MEASURED_PERFMODEL = {"perfmodel/__init__.py", "perfmodel/terms.py", "perfmodel/probes.py", "perfmodel/termsfile.py"}
+
+
+def _analysis(module: str) -> bool:
+    return module.startswith(("analysis/", "report/")) or (
+        module.startswith("perfmodel/") and module not in MEASURED_PERFMODEL)
 
 
 @pytest.mark.parametrize("stage", ["rounds", "terms"])
 def test_a_measuring_stage_imports_no_analysis(stage):
-    from flowerbench.closure import PACKAGE_DIR
+    from flowerbench.core.closure import PACKAGE_DIR
 
     runs = closure(PACKAGE_DIR, SPAWNS[stage])
-    assert sorted(runs & ANALYSIS) == [] and not any(m.startswith("report/") for m in runs)
+    assert sorted(m for m in runs if _analysis(m)) == []
     # what it does run of the shared pieces: the schedule, the terms file's schema, Student's t
-    assert ("schedule.py" in runs) == (stage == "rounds") and ("termsfile.py" in runs) == (stage == "terms")
-    deps = {d for d in yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"][stage]["deps"]}
-    assert not any(d.removeprefix("src/flowerbench/") in ANALYSIS for d in deps)
+    assert ("measuring/schedule.py" in runs) == (stage == "rounds")
+    assert ("perfmodel/termsfile.py" in runs) == (stage == "terms")
+    deps = _code_deps(stages()[stage])
+    assert not any(_analysis(d.removeprefix("src/flowerbench/")) for d in deps)
+    assert not any(d.startswith(("src/flowerbench/analysis", "src/flowerbench/report")) for d in stages()[stage]["deps"])

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from flowerbench import fetch, standin
+from flowerbench.data import fetch, standin
 from tests.conftest import run_cli, tiny_params, write_params
 from tests.helpers.archives import good_members, make_tgz
 from tests.helpers.httpserver import Behaviour, serve

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from flowerbench import heldout, predict
+from flowerbench.perfmodel import forms, heldout, judge as predict
+from flowerbench.perfmodel.ksteps import ksteps
+from flowerbench.perfmodel.termsfile import check_terms
 from tests.conftest import REPO
-from tests.helpers.fakes import fake_terms
+from tests.helpers.fakes import fake_dispatch, fake_terms
 from tests.helpers.git import git
 
 
@@ -37,25 +39,25 @@ def test_a_bad_settings_file_is_refused_in_one_line_naming_the_key(tmp_path, tex
 
 def test_a_setting_is_predicted_with_the_reference_terms_carried_over():
     """Its own one-replica step and input rate, the reference's contention and all-reduce: the CPU
-    form, as predict.cpu_epoch; the interval spans the terms' own intervals, the point inside it."""
+    form, as forms.cpu_epoch; the interval spans the terms' own intervals, the point inside it."""
     terms = fake_terms()   # kappa_2 1.25, a_2 50 ms, rho 1000 img/s per core
     step, rate = (0.5, 0.45, 0.55), (2000.0, 1800.0, 2200.0)
-    p = heldout.predict_setting(terms, step, rate, replicas=2, cores_per_replica=1, steps=10, images=640,
+    p = heldout.predict_setting(check_terms(terms), step, rate, replicas=2, cores_per_replica=1, steps=10, images=640,
                                 epochs=3, dispatch=False)
-    e = predict.cpu_epoch(10, 640, 2, 1, 0.5, 1.25, 0.05, 2000.0)
+    e = forms.cpu_epoch(10, 640, 2, 1, 0.5, 1.25, 0.05, 2000.0)
     assert p["seconds"] == pytest.approx(3 * e["total"])
     assert p["terms_seconds"] == pytest.approx({"compute": 3 * 10 * 1.25 * 0.5, "allreduce": 3 * 10 * 0.05,
                                                 "input": 3 * 640 / 4000, "dispatch": 0.0})
-    lo = 3 * predict.cpu_epoch(10, 640, 2, 1, 0.45, 1.25, 0.05, 2200.0)["total"]
-    hi = 3 * predict.cpu_epoch(10, 640, 2, 1, 0.55, 1.25, 0.05, 1800.0)["total"]
+    lo = 3 * forms.cpu_epoch(10, 640, 2, 1, 0.45, 1.25, 0.05, 2200.0)["total"]
+    hi = 3 * forms.cpu_epoch(10, 640, 2, 1, 0.55, 1.25, 0.05, 1800.0)["total"]
     assert (p["low"], p["high"]) == (pytest.approx(lo), pytest.approx(hi)) and lo < p["seconds"] < hi
     # an in-process run carries the dispatch term, its spread the whole step's
-    terms["dispatch"] = {"2": {"seconds_beyond_terms": 0.1, "median_seconds": 0.8, "interval_seconds": [0.75, 0.9]}}
-    d = heldout.predict_setting(terms, step, rate, replicas=2, cores_per_replica=1, steps=10, images=640,
+    terms["dispatch"] = fake_dispatch(0.1)
+    d = heldout.predict_setting(check_terms(terms), step, rate, replicas=2, cores_per_replica=1, steps=10, images=640,
                                 epochs=3, dispatch=True)
     assert d["seconds"] == pytest.approx(p["seconds"] + 3 * 10 * 0.1)
     assert d["high"] == pytest.approx(hi + 3 * 10 * 0.2) and d["low"] == pytest.approx(lo + 3 * 10 * 0.05)
-    one = heldout.predict_setting(terms, step, rate, replicas=1, cores_per_replica=1, steps=20, images=640,
+    one = heldout.predict_setting(check_terms(terms), step, rate, replicas=1, cores_per_replica=1, steps=20, images=640,
                                   epochs=3, dispatch=True)
     assert one["terms_seconds"]["allreduce"] == one["terms_seconds"]["dispatch"] == 0.0
     assert one["seconds"] == pytest.approx(3 * (20 * 0.5 + 640 / 2000))
@@ -91,19 +93,19 @@ def test_predictions_must_be_committed_and_clean_before_anything_is_measured(tmp
 def test_k_steps_per_call_pay_the_dispatch_term_once_per_call():
     """The what-if, predicted before it is built: S/k calls an epoch, each paying d once; the rest of
     the epoch as the CPU form has it.  k must divide the steps."""
-    terms = {**fake_terms(), "dispatch": {"2": {"seconds_beyond_terms": 0.25}}}
-    p = heldout.ksteps(terms, 0.6, replicas=2, cores_per_replica=1, steps=15, images=960, epochs=3,
+    terms = check_terms({**fake_terms(), "dispatch": fake_dispatch(0.25)})
+    p = ksteps(terms, 0.6, replicas=2, cores_per_replica=1, steps=15, images=960, epochs=3,
                        input_rate=20000.0, ks=[1, 3, 5, 15])
-    rest = predict.cpu_epoch(15, 960, 2, 1, 0.6, 1.25, 0.05, 20000.0)["total"]
+    rest = forms.cpu_epoch(15, 960, 2, 1, 0.6, 1.25, 0.05, 20000.0)["total"]
     assert p["by_k"]["1"]["seconds"] == pytest.approx(3 * (rest + 15 * 0.25))
     assert p["by_k"]["15"]["seconds"] == pytest.approx(3 * (rest + 0.25))
     assert p["by_k"]["5"]["calls_per_epoch"] == 3 and p["by_k"]["1"]["over_smallest_k"] == 1.0
     assert p["by_k"]["15"]["over_smallest_k"] == pytest.approx((rest + 0.25) / (rest + 15 * 0.25))
-    one = heldout.ksteps(terms, 0.6, replicas=1, cores_per_replica=1, steps=30, images=960, epochs=3,
+    one = ksteps(terms, 0.6, replicas=1, cores_per_replica=1, steps=30, images=960, epochs=3,
                          input_rate=20000.0, ks=[1, 30])
     assert one["by_k"]["30"]["seconds"] == one["by_k"]["1"]["seconds"]     # one replica: no dispatch term
     with pytest.raises(ValueError, match=r"k must divide the 15 steps per epoch; \[4\] do not"):
-        heldout.ksteps(terms, 0.6, replicas=2, cores_per_replica=1, steps=15, images=960, epochs=3,
+        ksteps(terms, 0.6, replicas=2, cores_per_replica=1, steps=15, images=960, epochs=3,
                        input_rate=20000.0, ks=[1, 4])
 
 

@@ -10,15 +10,16 @@ import time
 
 import pytest
 
-from flowerbench import hold, measure, paths
-from flowerbench.config import Params
+from flowerbench.core import hold, paths
+from flowerbench.measuring import scheduler as measure
+from flowerbench.core.config import Params
 
 # A held child: logs its start, "warms up" (1 s: longer than a loaded host takes to start its pair), then for each epoch waits for the release, burns
 # 50 ms of CPU, reports it; after the last it "tears down" (0.2 s), writes its result and exits.
 CHILD = r"""
 import json, sys, time
 from pathlib import Path
-from flowerbench import hold
+from flowerbench.core import hold
 name, epochs, log, out, mode = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
 def note(*x):
     with open(log, "a") as f:

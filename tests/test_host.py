@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from flowerbench import host
+from flowerbench.core import host
 
 
 def _v2(tmp_path: Path, cpu_max: str, rel: str = "kubepods/pod1") -> tuple[Path, Path]:

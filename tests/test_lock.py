@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flowerbench import paths
-from flowerbench.lockfile import dead_entries, prune
+from flowerbench.core import paths
+from flowerbench.core.lockfile import dead_entries, prune
 from tests.conftest import REPO, git
 
 pytestmark = pytest.mark.skipif(not (REPO / ".git").exists(), reason="needs the git checkout")

@@ -10,15 +10,17 @@ import sys
 
 import pytest
 
-from flowerbench import measure, paths, rounds as R, schedule as S
+from flowerbench.measuring import scheduler as measure, schedule as S
+from flowerbench.core import paths
+from flowerbench.analysis import rounds as R
 from tests.conftest import cli_env, read_until
 from tests.helpers.fakes import schedule
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from flowerbench.hostlock import measuring
-from flowerbench.log import setup
+from flowerbench.measuring.hostlock import measuring
+from flowerbench.core.log import setup
 setup()
 with measuring(sys.argv[1]):
     print("held", flush=True)
@@ -95,7 +97,7 @@ def test_a_rerun_keeps_only_processes_measured_with_the_same_inputs(tmp_path):
 def test_the_fingerprint_follows_what_a_time_depends_on(workdir):
     """The fingerprint covers the measured params, narrowed to the stage's own variants: editing a
     secondary variant leaves the headline's processes valid, and the other way round."""
-    from flowerbench.config import VariantSpec, load_params
+    from flowerbench.core.config import VariantSpec, load_params
 
     p = load_params("params.yaml")
     head = measure.headline(p).variants
@@ -132,7 +134,7 @@ def test_the_order_seed_is_drawn_per_measurement_kept_on_resume_and_fixed_when_s
     """rounds.order_seed: null draws a fresh seed for each measurement (so 3-round runs do not all use
     the same three rows of the square); an interrupted measurement of the same inputs resumes with its
     own; a set value is used as it is.  The training seed is not the order seed."""
-    from flowerbench.config import load_params
+    from flowerbench.core.config import load_params
 
     p = load_params("params.yaml")
     names = [v.name for v in p.all_variants()]
@@ -162,7 +164,7 @@ def test_the_headline_runs_in_complete_williams_blocks_from_a_fresh_order_seed(w
     """rounds.count 4 (the default) is one complete Williams square of the headline's four: every
     variant once at every place and every ordered pair of neighbours once; each measurement draws its
     own seed, so two measurements run different squares, and 8 rounds are two complete squares."""
-    from flowerbench.config import load_params
+    from flowerbench.core.config import load_params
 
     p = load_params("params.yaml")
     plan = measure.headline(p.model_copy(update={"rounds": p.rounds.model_copy(update={"count": 4})}))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from flowerbench import metrics as M
+from flowerbench.analysis import metrics as M
 from flowerbench.report.cells import versus
-from flowerbench.results import Result
-from flowerbench.rounds import Rounds, Schedule
+from flowerbench.core.results import Result
+from flowerbench.analysis.rounds import Rounds, Schedule
 from tests.helpers.fakes import fake_result, schedule
 
 
@@ -87,8 +87,8 @@ def test_code_state_covers_every_result_not_only_the_first():
 def test_blog_model_arithmetic():
     """The model of the blog's 4-GPU run, on the default inputs: compute 110.58 / 4, 15 steps x 10
     epochs, PCIe 18.9 ms and NVLink 3.8 ms per step, the blog-era decoder at 800 / 1359 img/s."""
-    from flowerbench.config import Params
-    from flowerbench import blog
+    from flowerbench.core.config import Params
+    from flowerbench.perfmodel import blog
     from flowerbench.report.blog_explained import blog_model_text
 
     p = Params().report
@@ -117,8 +117,8 @@ def test_blog_model_arithmetic():
 def test_the_blog_hypotheses_on_its_own_numbers_and_one_tie_rule():
     """Input-bound predicts fit / custom = 1, dispatch-bound above 1 with the custom loop near the
     compute + all-reduce floor; the blog's 1.16 separates them only when the tie is narrower than 16 %."""
-    from flowerbench.config import Params
-    from flowerbench import blog
+    from flowerbench.core.config import Params
+    from flowerbench.perfmodel import blog
 
     p = Params().report
     m = blog.model(p.blog_seconds, p.scaling_model)
@@ -136,7 +136,7 @@ def test_the_blog_hypotheses_on_its_own_numbers_and_one_tie_rule():
 
 
 def test_findings_say_faster_slower_or_not_distinguishable_by_the_one_rule():
-    from flowerbench.metrics import comparisons
+    from flowerbench.analysis.metrics import comparisons
     from flowerbench.report.headline import findings
 
     close = _rounds({"single_fit": [10.0, 11.0, 12.0], "single_custom": [10.4, 10.6, 12.3]})

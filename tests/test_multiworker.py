@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from flowerbench.failpoints import PORTS_ENV, WEIGHTS_ENV
+from flowerbench.core.failpoints import PORTS_ENV, WEIGHTS_ENV
 from tests.conftest import cli_env, run_cli, tiny_params, write_params
 
 B = 8  # per worker
@@ -55,8 +55,8 @@ def test_launch_labels_its_result_restarts_on_a_taken_port_and_runs_the_train_pa
     gets its loss-scale optimizer, and the result records what actually ran."""
     import socket
 
-    from flowerbench.devices import EXIT_PORT_TAKEN
-    from flowerbench.multiworker import free_ports
+    from flowerbench.training.devices import EXIT_PORT_TAKEN
+    from flowerbench.training.multiworker import free_ports
 
     write_params(workdir / "params.yaml", tiny_params(**{
         "data.max_images": 16, "train.batch_size_per_replica": 8, "train.scaling": "strong",
@@ -109,7 +109,7 @@ def test_workers_flag_must_match_params(workdir):
 
 def test_multiworker_off_drops_its_variant(workdir):
     write_params(workdir / "params.yaml", tiny_params(**{"multiworker.workers": 0}))
-    from flowerbench.config import load_params
+    from flowerbench.core.config import load_params
 
     assert "multiworker_custom" not in [v.name for v in load_params(workdir / "params.yaml").all_variants()]
     proc = run_cli("launch", cwd=workdir, timeout=60)
@@ -119,7 +119,7 @@ def test_multiworker_off_drops_its_variant(workdir):
 def test_each_worker_gets_its_own_gpu_and_its_task(monkeypatch):
     """The launcher pins worker i to GPU i (CUDA_VISIBLE_DEVICES), keeps a user's own GPU list,
     refuses fewer GPUs than workers, and leaves CPU hosts alone: checked by environment, no GPU needed."""
-    from flowerbench.multiworker import JobError, worker_env
+    from flowerbench.training.multiworker import JobError, worker_env
 
     addrs = ["127.0.0.1:1111", "127.0.0.1:2222"]
     envs = [worker_env(i, addrs, ["0", "1", "2"], base={}) for i in range(2)]
@@ -133,7 +133,7 @@ def test_each_worker_gets_its_own_gpu_and_its_task(monkeypatch):
 
 
 def test_visible_gpus_reads_cuda_visible_devices_then_nvidia_smi(monkeypatch, tmp_path):
-    from flowerbench.host import visible_gpus
+    from flowerbench.core.host import visible_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
     assert visible_gpus() == ["2", "3"]

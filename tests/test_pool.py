@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from flowerbench import pool as P, rounds as R, stats as S
+from flowerbench.analysis import pool as P, rounds as R, stats as S
 from tests.helpers.fakes import KNOWN, TEST_HOST, fake_result, per_round, write_rounds
 
 NAMES = list(KNOWN)
@@ -79,7 +79,7 @@ def test_a_new_identity_starts_from_its_own_run_and_says_so(tmp_path):
 
 
 def test_the_report_says_what_the_intervals_were_pooled_over(tmp_path):
-    from flowerbench import metrics as M
+    from flowerbench.analysis import metrics as M
 
     root = tmp_path / "reference"
     here = _run(tmp_path / "here" / "results", "2026-12-08")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from flowerbench import predict
-from flowerbench.results import make
-from tests.helpers.fakes import STEP, fake_result, fake_terms
+from flowerbench.perfmodel import judge as predict
+from flowerbench.core.results import make
+from flowerbench.perfmodel import forms
+from flowerbench.perfmodel.termsfile import check_terms
+from tests.helpers.fakes import STEP, fake_dispatch, fake_result, fake_terms, fake_workers_allreduce
 
 def result(name: str, loop: str, replicas: int, seconds: float, pipeline: str = "files", repeats=None, **extra):
     r = fake_result(name, loop, replicas, seconds, "logical_cpu", True)
@@ -24,14 +26,14 @@ def result(name: str, loop: str, replicas: int, seconds: float, pipeline: str = 
 
 def measured(results: list) -> dict:
     """What the report hands the model: each variant's seconds and 95 % interval (here over repeats)."""
-    from flowerbench.stats import mean_interval
+    from flowerbench.analysis.stats import mean_interval
 
     return {r.variant: (r.timed_seconds, iv["low"], iv["high"], len(r.repeat_seconds) - 1)
             for r in results for iv in [mean_interval(r.repeat_seconds)]}
 
 
 def predictions(results: list, terms) -> list:
-    return predict.predictions(results, terms, measured(results))
+    return predict.predictions(results, check_terms(terms) if terms else None, measured(results))
 
 
 def runs(mirrored_seconds: float = 50.0, repeats=None, twin: bool = True) -> list:
@@ -41,14 +43,14 @@ def runs(mirrored_seconds: float = 50.0, repeats=None, twin: bool = True) -> lis
 
 
 def test_cpu_form_adds_the_terms_and_gpu_form_takes_the_larger():
-    e = predict.cpu_epoch(29, 3670, 2, 1, STEP, 1.25, 0.05, 1000.0)
+    e = forms.cpu_epoch(29, 3670, 2, 1, STEP, 1.25, 0.05, 1000.0)
     assert e["compute"] == pytest.approx(9.0) and e["allreduce"] == pytest.approx(1.45)
     assert e["input"] == pytest.approx(1.835) and e["total"] == pytest.approx(12.285)
-    assert predict.cpu_epoch(58, 3670, 1, 1, STEP, 1.0, 0.05, 1000.0)["allreduce"] == 0.0  # one replica: none
-    g = predict.gpu_epoch(10, 3670, 0.2, 0.02, 1000.0)
+    assert forms.cpu_epoch(58, 3670, 1, 1, STEP, 1.0, 0.05, 1000.0)["allreduce"] == 0.0  # one replica: none
+    g = forms.gpu_epoch(10, 3670, 0.2, 0.02, 1000.0)
     assert g["device"] == pytest.approx(2.2) and g["total"] == g["input"] == pytest.approx(3.67)
     assert g["bound"] == "input"
-    assert predict.gpu_epoch(10, 3670, 0.5, 0.02, 1000.0)["bound"] == "compute + all-reduce"
+    assert forms.gpu_epoch(10, 3670, 0.5, 0.02, 1000.0)["bound"] == "compute + all-reduce"
 
 
 def test_a_prediction_within_ten_percent_of_the_point_holds():
@@ -130,7 +132,7 @@ def test_without_a_twin_or_terms_nothing_is_predicted():
     assert rows[0]["predicted_seconds"] is None
     assert rows[0]["missing"] == ["no in-memory-tensors twin of the custom loop on one replica's cores"]
     assert predict.scorecard(rows)["unpredicted"] == ["mirrored_custom"] and not predict.scorecard(rows)["validated"]
-    assert predictions(runs(), None) == [] and predictions(runs(), {"skipped": "GPU host"}) == []
+    assert predictions(runs(), None) == [] and predictions(runs(), {**fake_terms(), "skipped": "GPU host"}) == []
     three = [*runs(), result("quad_custom", "custom", 3, 40.0)]
     assert predictions(three, fake_terms())[1]["missing"] == ["no terms for 3 replicas"]
 
@@ -139,27 +141,27 @@ def test_a_multi_worker_job_uses_the_all_reduce_between_processes():
     """Its gradients cross processes: the terms' cross-process all-reduce, where it was measured."""
     job = result("multiworker_custom", "custom", 2, 70.0, workers=2)
     terms = fake_terms()
-    local = predict.predict(job, [job, *runs()], terms, measured([job, *runs()]))
+    local = predict.predict(job, [job, *runs()], check_terms(terms), measured([job, *runs()]))
     assert local["allreduce_seconds"] == 0.05 and local["allreduce_between_processes"] is False
-    terms["allreduce_workers"] = {"2": {"median_seconds": 0.2}}
-    across = predict.predict(job, [job, *runs()], terms, measured([job, *runs()]))
+    terms["allreduce_workers"] = fake_workers_allreduce(0.2)
+    across = predict.predict(job, [job, *runs()], check_terms(terms), measured([job, *runs()]))
     assert across["allreduce_seconds"] == 0.2 and across["allreduce_between_processes"] is True
     assert across["predicted_seconds"] == pytest.approx(4 * (29 * (1.25 * STEP + 0.2) + 1.835))
     # a mirrored run keeps the in-process one
-    assert predict.predict(runs()[1], runs(), terms, measured(runs()))["allreduce_seconds"] == 0.05
+    assert predict.predict(runs()[1], runs(), check_terms(terms), measured(runs()))["allreduce_seconds"] == 0.05
 
 
 def test_runs_that_shared_cores_are_not_predicted():
     shared = result("mirrored_custom", "custom", 2, 50.0, budget_kind="oversubscribed", budget_cores=2)
-    assert predict.predict(shared, [shared, *runs()[2:]], fake_terms(), measured([shared, *runs()[2:]])) is None
+    assert predict.predict(shared, [shared, *runs()[2:]], check_terms(fake_terms()), measured([shared, *runs()[2:]])) is None
     threads = result("single_fit_threads", "fit", 1, 50.0, budget_kind="threads", budget_cores=2)
-    assert predict.predict(threads, [threads], fake_terms(), measured([threads])) is None
+    assert predict.predict(threads, [threads], check_terms(fake_terms()), measured([threads])) is None
 
 
 def test_the_dispatch_term_extends_the_in_process_runs_only():
     """Measured after the four terms missed: added to in-process multi-replica runs, never to a
     multi-worker job (one replica per process), with its own verdict beside the four terms'."""
-    terms = {**fake_terms(), "dispatch": {"2": {"seconds_beyond_terms": 0.02}}}
+    terms = {**fake_terms(), "dispatch": fake_dispatch(0.02)}
     job = result("multiworker_custom", "custom", 2, 70.0, workers=2, repeats=[69.0, 70.0, 71.0])
     rows = predictions([*runs(repeats=[49.5, 50.0, 50.5]), job], terms)
     mirrored = next(r for r in rows if r["variant"] == "mirrored_custom")
@@ -169,5 +171,5 @@ def test_the_dispatch_term_extends_the_in_process_runs_only():
     worker = next(r for r in rows if r["variant"] == "multiworker_custom")
     assert "dispatch_seconds" not in worker and worker["verdict"] == "MISSED"
     assert predict.scorecard(rows, "verdict_with_dispatch")["missed"] == ["multiworker_custom"]
-    big = {**fake_terms(), "dispatch": {"2": {"seconds_beyond_terms": 0.1}}}
+    big = {**fake_terms(), "dispatch": fake_dispatch(0.1)}
     assert predictions(runs(repeats=[49.5, 50.0, 50.5]), big)[0]["verdict_with_dispatch"] == "MISSED"  # +21.5 %

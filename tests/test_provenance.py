@@ -2,7 +2,7 @@
 
 import subprocess
 
-from flowerbench import provenance
+from flowerbench.core import provenance
 
 
 def _git(repo, *args):

@@ -9,7 +9,7 @@ import subprocess
 
 import yaml
 
-from flowerbench.config import exp_set_args, load_params
+from flowerbench.core.config import exp_set_args, load_params
 from tests.conftest import REPO
 
 
@@ -160,7 +160,7 @@ def test_kubernetes_recipe_is_an_indexed_job():
 def test_reproduce_blog_stops_before_any_work_without_four_gpus(tmp_path):
     """This host has no GPU: the preflight of `make reproduce-blog` refuses, naming the numbers.
     With no GPU device node it knows that without starting TensorFlow."""
-    from flowerbench.host import no_gpu_device
+    from flowerbench.core.host import no_gpu_device
     from tests.conftest import assert_tensorflow_not_loaded, run_cli
 
     proc = run_cli("preflight", "--params", str(REPO / "params-blog.yaml"), cwd=tmp_path, timeout=120)
@@ -213,7 +213,7 @@ def test_gpu_check_refuses_at_once_without_a_gpu(tmp_path):
                      "was made."]
     assert "tensorflow" not in proc.stderr.lower()  # refused before TensorFlow (0.2 s here)
     from benchmarks import gpu_check
-    from flowerbench.config import validate
+    from flowerbench.core.config import validate
 
     for mp in (False, True):
         names = [n for n, (_, _, m) in gpu_check.RUNS.items() if m == mp]

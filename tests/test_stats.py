@@ -10,8 +10,8 @@ from collections import Counter
 
 import pytest
 
-from flowerbench import rounds, stats as S
-from flowerbench.results import Result
+from flowerbench.analysis import rounds, stats as S
+from flowerbench.core.results import Result
 from tests.helpers.fakes import fake_result
 
 # Four rounds shaped like this host's (single_fit 15-18 s, the host drifting between rounds, which both

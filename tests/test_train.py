@@ -225,8 +225,8 @@ def assert_step_timing(r: dict) -> None:
 def test_input_pipeline_has_autotune_off_and_serves_each_image_once_per_epoch(workdir):
     """Autotune off (freeing a live iterator waited for its thread; docs/performance.md); the
     epoch still holds every image exactly once, in batches of the global batch size."""
-    from flowerbench import paths
-    from flowerbench.dataset import build_dataset, list_images
+    from flowerbench.core import paths
+    from flowerbench.data.dataset import build_dataset, list_images
 
     images = list_images(workdir / paths.FLOWERS, 123, None)
     ds = build_dataset(images, 32, 8, 123)
@@ -246,7 +246,7 @@ def test_per_replica_iterators_have_autotune_off_too():
     import tensorflow as tf
     from tensorflow.python.data.ops import multi_device_iterator_ops as mdi
 
-    from flowerbench.dataset import quiet_device_iterators
+    from flowerbench.data.dataset import quiet_device_iterators
 
     ds = tf.data.Dataset.range(8).batch(2)
     assert quiet_device_iterators() is True and quiet_device_iterators() is True  # idempotent

@@ -10,8 +10,9 @@ import shutil
 import pytest
 import yaml
 
-from flowerbench import heldout as H, rounds as R, validate as V
-from flowerbench.config import validate as validate_params
+from flowerbench.perfmodel import heldout as H, validate as V
+from flowerbench.analysis import rounds as R
+from flowerbench.core.config import validate as validate_params
 from tests.conftest import run_cli, tiny_params, write_params
 from tests.helpers.fakes import add_result, fake_result, fake_results, fake_terms, per_round, write_rounds
 from tests.helpers.git import git
@@ -19,7 +20,7 @@ from tests.helpers.git import git
 
 def test_a_setting_runs_each_loop_on_one_replica_and_on_n_with_its_keys_changed():
     s = H.Setting(image_size=48, batch_size_per_replica=2, loops=("custom",))
-    p = V.setting_params(tiny_params(), s, replicas=2, rounds=3)
+    p = H.setting_params(tiny_params(), s, replicas=2, rounds=3)
     checked = validate_params(p)
     assert (checked.data.image_size, checked.train.batch_size_per_replica, checked.rounds.count) == (48, 2, 3)
     assert {v.name: (v.loop, v.replicas) for v in checked.all_variants()} == {
@@ -108,7 +109,7 @@ def test_validate_refuses_until_the_predictions_are_committed_and_their_inputs_u
     assert proc.returncode == 3 and "validate: error: predictions/heldout.json: no predictions file" in proc.stderr
     (workdir / "predictions").mkdir()
     (workdir / "predictions" / "heldout.json").write_text(json.dumps(
-        {"schema_version": V.SCHEMA, "heldout_sha256": H.sha256(workdir / "heldout.yaml"),
+        {"schema_version": H.PREDICTIONS_SCHEMA, "heldout_sha256": H.sha256(workdir / "heldout.yaml"),
          "terms_sha256": H.sha256(workdir / "results" / "model-terms.json")}))
     proc = run_cli("validate", cwd=workdir)
     assert proc.returncode == 3 and "not committed; commit the predictions before measuring" in proc.stderr

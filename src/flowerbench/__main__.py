@@ -1,5 +1,5 @@
 """`python -m flowerbench <stage>`: see cli.py."""
 
-from .cli import main
+from flowerbench.cli import main
 
 raise SystemExit(main())

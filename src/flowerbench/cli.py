@@ -32,32 +32,32 @@ import importlib
 import sys
 from typing import Optional, Sequence
 
-from . import entry
+from flowerbench.core import entry
 
 STAGE_COMMANDS = ("host", "fetch", "rounds", "secondary", "train", "report", "worker", "launch", "terms", "probe", "ab",
                   "predict-heldout", "validate")
 
 
 def _preflight(args, params):
-    from . import devices
+    from flowerbench.training import devices
 
     return devices.preflight(params)
 
 
 def _exp_args(args, params):
-    from .config import exp_set_args
+    from flowerbench.core.config import exp_set_args
 
     print(" ".join(exp_set_args(args.params)))
 
 
 def _measured(args, params):
-    from . import report
+    from flowerbench import report
 
     print(report.measured_summary(params, since=args.since))
 
 
 def _prune_lock(args, params):
-    from . import lockfile
+    from flowerbench.core import lockfile
 
     removed = lockfile.prune()
     print(f"dvc.lock: removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'} of stages dvc.yaml no "
@@ -65,7 +65,7 @@ def _prune_lock(args, params):
 
 
 def _estimators(args, params):
-    from . import estimators as E, pool
+    from flowerbench.analysis import estimators as E, pool
 
     names = [v.name for v in params.all_variants()]
     runs = pool.committed(names)

@@ -199,7 +199,7 @@ def test_bad_images_are_quarantined_and_listed(workdir):
 
 def test_unreadable_file_is_quarantined(tmp_path):
     """Permission denied (as a non-root user; root reads everything, so the check is direct)."""
-    from flowerbench import fetch
+    from flowerbench.data import fetch
 
     root = tmp_path / "flowers"
     for cls in ("a", "b"):
@@ -251,7 +251,7 @@ def test_a_hard_kill_never_leaves_a_manifest_describing_other_data(workdir, poin
     """SIGKILL of a refetch (another stand-in size, so the data changes) while it writes its scratch
     index (mid-write) or between swapping the new images in and writing their manifest: the
     manifest that remains, if any, describes the images that are there; a rerun completes."""
-    from flowerbench.fetch import tree_digest
+    from flowerbench.data.fetch import tree_digest
 
     write_params(workdir / "params.yaml", tiny_params(**{"data.standin_px": 40}))
     env = cli_env(FLOWERBENCH_FAILPOINT=f"kill:{point}")

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from flowerbench.config import ParamsError, load_params
+from flowerbench.core.config import ParamsError, load_params
 from tests.conftest import assert_clean_failure, assert_tensorflow_not_loaded, run_cli, tree_snapshot
 from tests.faults.conftest import report_fails
 from tests.helpers.fakes import TEST_HOST, fake_terms

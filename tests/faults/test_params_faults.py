@@ -140,7 +140,7 @@ NO_GPU_DEVICE = "this host has no GPU device (/dev/nvidia*, /dev/kfd, /dev/dxg)"
 
 
 def _gpu_device_here() -> bool:
-    from flowerbench.host import no_gpu_device
+    from flowerbench.core.host import no_gpu_device
 
     return not no_gpu_device()
 
@@ -167,12 +167,12 @@ def test_gpu_required_but_absent(workdir: Path):
 def test_tensorflow_without_a_gpu_refuses_the_same(tmp_path):
     """Where a device node exists, TensorFlow's device list decides (plan_devices), with the same
     refusals; here TensorFlow sees no GPU, and nothing is configured before the refusal."""
-    from flowerbench import budget
-    from flowerbench.config import validate
-    from flowerbench.devices import DeviceError, plan_devices
+    from flowerbench.training import placement
+    from flowerbench.core.config import validate
+    from flowerbench.training.devices import DeviceError, plan_devices
 
     train = validate(tiny_params(**{"train.emulate": False})).train
-    one = budget.plan(1, 1, train, [0], 0)
+    one = placement.plan(1, 1, train, [0], 0)
     with pytest.raises(DeviceError, match=r"^2 replicas requested but this host has 0 GPUs \(TensorFlow sees no GPU"):
         plan_devices(2, train, one)
     gpu = validate(tiny_params(**{"train.device": "gpu"})).train

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from flowerbench.results import SCHEMA_VERSION
+from flowerbench.core.results import SCHEMA_VERSION
 from tests.faults.conftest import report_fails
 from tests.conftest import (assert_clean_failure, assert_tensorflow_not_loaded, cli_env, read_until,
                             report_in_process, run_cli, start_cli, tiny_params, tree_snapshot, write_params)
@@ -174,7 +174,7 @@ def test_worker_that_never_joins(workdir):
     """One worker of a 2-worker cluster alone: it names the missing peer and exits within the join deadline."""
     write_params(workdir / "params.yaml", tiny_params(**{"multiworker.join_timeout_s": 4}))
     env = cli_env()
-    from flowerbench.multiworker import free_ports
+    from flowerbench.training.multiworker import free_ports
     a, b = free_ports(2)
     env["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"127.0.0.1:{a}", f"127.0.0.1:{b}"]},
                                    "task": {"type": "worker", "index": 0}})

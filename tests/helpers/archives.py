@@ -7,7 +7,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from flowerbench import standin
+from flowerbench.data import standin
 
 
 def jpeg(seed: int = 0, px: int = 32) -> bytes:

@@ -5,7 +5,7 @@ distributed code vs the single-device code, printed as JSON.
 
 Each case starts from the same initial weights and the same global batch of 16
 images; N replicas get b' = global / N each.  Uses the project's own model and
-loop code (flowerbench.model, flowerbench.loops) on logical CPU devices.
+loop code (flowerbench.training.network, flowerbench.training.loops) on logical CPU devices.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConf
 
 import keras  # noqa: E402
 
-from flowerbench.loops import build_optimizer_in_scope, make_epoch_fn, make_train_step  # noqa: E402
-from flowerbench.model import build_model  # noqa: E402
+from flowerbench.training.loops import build_optimizer_in_scope, make_epoch_fn, make_train_step  # noqa: E402
+from flowerbench.training.network import build_model  # noqa: E402
 
 GLOBAL = 16
 rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from flowerbench import predict
+from flowerbench.perfmodel.termsfile import TERMS_SCHEMA
 from tests.conftest import tiny_params
 
 # variant -> (loop, replicas, timed seconds); tiny_params() declares exactly these (+ multiworker_custom).
@@ -25,7 +25,7 @@ def fake_result(name: str, loop: str, replicas: int, seconds: float, kind: str, 
                 budget: str | None = None, cores: int | None = None) -> dict:
     """A complete, valid result (results.Result) with known numbers; on CPUs each replica owns one core
     (core-matched) unless `budget` says otherwise."""
-    from flowerbench.results import SCHEMA_VERSION
+    from flowerbench.core.results import SCHEMA_VERSION
 
     budget = budget or ("gpu" if "gpu" in kind else "core_matched")
     cores = cores or (replicas if budget == "core_matched" else 2)
@@ -72,7 +72,7 @@ DRIFT = (1.0, 1.04, 0.97)
 
 def schedule(variants: list[str], count: int) -> dict:
     """A complete results/rounds/schedule.json for `variants` x `count` rounds (rounds.Schedule)."""
-    from flowerbench import schedule as rounds
+    from flowerbench.measuring import schedule as rounds
 
     order = rounds.order(variants, count, 7)
     procs = [{"round": k, "position": i + 1, "variant": v, "first_core": (k - 1) % 2,
@@ -137,7 +137,7 @@ STEP = 57.6 / (4 * 58)
 
 def fake_terms(factor: float = 1.25, allreduce_s: float = 0.05, rate: float = 1000.0) -> dict:
     """A complete results/model-terms.json for N = 2 (the shape terms.py writes)."""
-    return {"schema_version": predict.TERMS_SCHEMA, "cpu_model": "Test CPU", "cores_per_replica": 1,
+    return {"schema_version": TERMS_SCHEMA, "cpu_model": "Test CPU", "cores_per_replica": 1,
             "started_at": "2026-12-04T09:00:00+00:00", "replicas": [2],
             "input": {"median_rate": rate, "interval_rate": [rate * 0.9, rate * 1.1], "images": 3670,
                       "image_size": 224, "cache": True, "seconds": [3.67, 3.67, 3.67]},
@@ -148,3 +148,13 @@ def fake_terms(factor: float = 1.25, allreduce_s: float = 0.05, rate: float = 10
                                 "tensors": 161, "parameters": 23_600_000, "cross_device_ops": "CollectiveAllReduce"}}}
 
 
+def fake_dispatch(beyond: float, median: float = 0.8, interval=(0.75, 0.9)) -> dict:
+    """A measured dispatch term for N = 2: `beyond` seconds per step past the four terms."""
+    return {"2": {"seconds_beyond_terms": beyond, "median_seconds": median, "interval_seconds": list(interval),
+                  "cores": [0, 1]}}
+
+
+def fake_workers_allreduce(seconds: float) -> dict:
+    """A measured all-reduce between 2 worker processes."""
+    return {"2": {"median_seconds": seconds, "interval_seconds": [seconds, seconds], "cores": [[0], [1]],
+                  "cross_device_ops": "CollectiveAllReduce"}}

@@ -1,6 +1,6 @@
 """`python -m flowerbench ab [--fresh]`: the rounds measured twice (A, B); do the paired ratios agree?"""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = ("measure the rounds again (B) and test whether every paired ratio agrees with A (the committed "
         "results/rounds, or with --fresh a measurement made just before B); writes reports/ab.md")
@@ -19,9 +19,9 @@ FLAGS = {
 def _run(args, params):
     from pathlib import Path
 
-    from flowerbench import ab
+    from flowerbench.analysis import ab
 
-    from flowerbench.config import ParamsError
+    from flowerbench.core.config import ParamsError
 
     if sum((args.split is not None, args.fresh, args.with_b is not None)) > 1:
         raise ParamsError("ab: --split and --with compare rounds already measured and --fresh measures two; "

@@ -1,6 +1,6 @@
 """`python -m flowerbench fetch [--source ...]`: the flower data -> data/flower_photos, data/manifest.json."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = "fetch the flower data into data/flower_photos and write data/manifest.json"
 
@@ -11,7 +11,7 @@ FLAGS = {
 
 
 def _run(args, params):
-    from flowerbench import fetch
+    from flowerbench.data import fetch
 
     fetch.run(params, override=args.source)
 

@@ -1,12 +1,12 @@
 """`python -m flowerbench host`: describe this machine (CPU model, usable cores, GPUs, CUDA build) -> data/host.json."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = "describe this machine (CPU model, usable cores, GPUs, CUDA build) in data/host.json"
 
 
 def _run(args, params):
-    from flowerbench import host, paths
+    from flowerbench.core import host, paths
 
     host.run(paths.HOST)
 

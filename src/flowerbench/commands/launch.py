@@ -1,6 +1,6 @@
 """`python -m flowerbench launch [--workers N]`: N local workers on 127.0.0.1 with deadlines -> one result."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = "start N local workers on 127.0.0.1 with deadlines and gather one result"
 
@@ -11,7 +11,7 @@ FLAGS = {
 
 
 def _run(args, params):
-    from flowerbench import multiworker
+    from flowerbench.training import multiworker
 
     return multiworker.launch_main(params, workers=args.workers, params_path=args.params,
                                     out=args.out)

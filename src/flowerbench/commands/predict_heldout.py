@@ -1,17 +1,15 @@
 """`python -m flowerbench predict-heldout`: probe each heldout.yaml setting, predict, write the file to commit."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = ("predict every heldout.yaml setting from the committed terms and one short probe of a replica alone "
         "at that setting; writes predictions/heldout.json (commit it before `validate`)")
 
 
 def _run(args, params):
-    from flowerbench import validate
-    from flowerbench.hostlock import measuring
+    from flowerbench.perfmodel.predict_heldout import predict_heldout
 
-    with measuring(f"held-out probes of {args.params}"):   # the probes time steps: alone on the host
-        validate.predict_heldout(params, params_path=args.params)
+    predict_heldout(params, params_path=args.params)   # alone on the host: it takes the measurement lock
 
 
 main, parser = entry.command("predict-heldout", HELP, _run)

@@ -1,6 +1,6 @@
 """`python -m flowerbench probe KIND --cores 0,1 --batch B`: one term, in this process (run by `terms`)."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = "(run by `terms`) measure terms in this process, started on --cores; one JSON line"
 
@@ -15,7 +15,7 @@ FLAGS = {
 
 
 def _run(args, params):
-    from flowerbench import probes
+    from flowerbench.perfmodel import probes
 
     cores = [int(c) for c in args.cores.split(",")]
     return probes.main(params, args.kind, cores, args.replicas, args.count, args.batch, args.input_epochs)

@@ -1,6 +1,6 @@
 """`python -m flowerbench report`: results/*.json -> reports/ (md, html, figures, metrics, plots)."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = "render reports/ (md, html, figures, metrics) from results/*.json"
 

@@ -1,19 +1,11 @@
 """`python -m flowerbench secondary`: every other variant beside its baselines -> results/secondary/."""
 
-from flowerbench import entry
+from flowerbench.core import entry
+from flowerbench.measuring import scheduler
 
 HELP = ("measure every variant outside rounds.headline (input twins, threads, multi-worker, sweep) beside the "
         "baselines it is compared with, in sequential rounds of their own; resumes -> results/secondary/")
-
-
-def _run(args, params):
-    from flowerbench import measure
-
-    measure.run(params, params_path=args.params, plan=measure.secondary(params))
-
-
-main, parser = entry.command("secondary", HELP, _run)
-
+main, parser = entry.command("secondary", HELP, scheduler.stage(scheduler.secondary))
 
 if __name__ == "__main__":
     raise SystemExit(main())

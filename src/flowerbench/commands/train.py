@@ -1,6 +1,6 @@
 """`python -m flowerbench train --variant NAME [--out PATH]`: train one variant -> one result."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = "train one variant in this process and write its result (the rounds stage runs one per round)"
 
@@ -12,7 +12,7 @@ FLAGS = {
 
 
 def _run(args, params):
-    from flowerbench import train
+    from flowerbench.training import process as train
 
     train.run(params, variant_name=args.variant, out=args.out, first_core=args.first_core)
 

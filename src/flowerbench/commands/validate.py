@@ -1,6 +1,6 @@
 """`python -m flowerbench validate`: measure the held-out settings and judge the frozen predictions."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = ("measure every heldout.yaml setting in interleaved rounds and judge the committed predictions "
         "(refuses unless predictions/heldout.json is committed and unchanged); writes reports/validation/")
@@ -12,7 +12,7 @@ FLAGS = {"--rejudge": {"action": "store_true",
 
 
 def _run(args, params):
-    from flowerbench import validate
+    from flowerbench.perfmodel import validate
 
     if args.rejudge:
         return validate.rejudge()

@@ -1,7 +1,7 @@
 """`python -m flowerbench worker`: one MultiWorkerMirroredStrategy worker configured by TF_CONFIG
 (what `launch`, Slurm and Kubernetes start: deploy/)."""
 
-from flowerbench import entry
+from flowerbench.core import entry
 
 HELP = "run one MultiWorkerMirroredStrategy worker configured by TF_CONFIG"
 
@@ -12,7 +12,7 @@ FLAGS = {
 
 
 def _run(args, params):
-    from flowerbench import multiworker
+    from flowerbench.training import multiworker
 
     return multiworker.worker_main(params, variant_name=args.variant, out=args.out)
 

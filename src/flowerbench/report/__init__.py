@@ -28,26 +28,35 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import blog, metrics as M, paths, pool as P, predict, render
-from ..config import Params
-from ..heldout import PREDICTIONS as HELDOUT_PREDICTIONS, VALIDATION, sha256, summary as heldout_summary
-from ..host import HostError, describe as describe_host, label as host_label, load as load_host
-from ..io import atomic_write, write_dir, write_json
-from ..log import get_logger
-from ..results import Result
-from ..rounds import RoundsError, Study, load_study
-from .audit import audit_section
-from .blog_explained import blog_explained
-from .conclusion import conclusion
-from .cells import OPENING_FIGURE, run_kind_label
-from .figures import figures
-from .headline import headline, what_this_shows
-from .heldout import figure_rows, heldout_section
-from .inputs import input_pipeline
-from .opening import opening, where_measured
-from .prediction import model_section
-from .provenance import provenance
-from .precision import precision
+from flowerbench.perfmodel import blog, judge as predict, termsfile
+from flowerbench.perfmodel.termsfile import Terms
+from flowerbench.analysis import metrics as M, pool as P
+from flowerbench.core import paths
+from flowerbench.report import render
+from flowerbench.core.config import Params
+from flowerbench.perfmodel.heldout import (
+    PREDICTIONS as HELDOUT_PREDICTIONS,
+    VALIDATION,
+    sha256,
+    summary as heldout_summary,
+)
+from flowerbench.core.host import HostError, describe as describe_host, label as host_label, load as load_host
+from flowerbench.core.io import atomic_write, write_dir, write_json
+from flowerbench.core.log import get_logger
+from flowerbench.core.results import Result
+from flowerbench.analysis.rounds import RoundsError, Study, load_study
+from flowerbench.report.audit import audit_section
+from flowerbench.report.blog_explained import blog_explained
+from flowerbench.report.conclusion import conclusion
+from flowerbench.report.cells import OPENING_FIGURE, run_kind_label
+from flowerbench.report.figures import figures
+from flowerbench.report.headline import headline, what_this_shows
+from flowerbench.report.heldout import figure_rows, heldout_section
+from flowerbench.report.inputs import input_pipeline
+from flowerbench.report.opening import opening, where_measured
+from flowerbench.report.prediction import model_section
+from flowerbench.report.provenance import provenance
+from flowerbench.report.precision import precision
 
 log = get_logger("report").info
 
@@ -65,14 +74,14 @@ def load_results(params: Params, results_dir: Path = paths.RESULTS) -> Study:
         raise ReportError(str(exc)) from None
 
 
-def load_terms(path: Path = paths.TERMS) -> dict | None:
-    """results/model-terms.json (stage `terms`), checked (predict.load_terms), or None where it was not
+def load_terms(path: Path = paths.TERMS) -> Terms | None:
+    """results/model-terms.json (stage `terms`), checked (termsfile.load_terms), or None where it was not
     measured."""
     if not path.exists():
         return None
     try:
-        return predict.load_terms(path)
-    except predict.TermsError as exc:
+        return termsfile.load_terms(path)
+    except termsfile.TermsError as exc:
         raise ReportError(str(exc)) from None
 
 
@@ -129,11 +138,11 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
 
 def markdown(rounds: Study, results: list[Result], metrics: dict, variance: dict, audit: list[dict],
              ceiling: list[dict], figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str],
-             here: dict, terms: dict | None, predicted: list[dict], heldout: dict | None = None,
+             here: dict, terms: Terms | None, predicted: list[dict], heldout: dict | None = None,
              compared: dict | None = None) -> str:
     """The report: its sections in order, each given the data it needs."""
     base = params.report.baseline
-    verdict = predict.scorecard(predicted) if terms and not terms.get("skipped") else None
+    verdict = predict.scorecard(predicted) if terms and not terms.skipped else None
     blocks = [*opening(results, metrics, audit, warnings, here, figs, base),
               *headline(results, metrics, base),
               *what_this_shows(results, metrics, base, rounds, variance, compared or {}),
@@ -159,7 +168,7 @@ MEASURED_COMMANDS = ("rounds", "secondary", "train", "launch", "worker")
 def measured_code() -> frozenset[str]:
     """The repo paths of the flowerbench modules the measured processes run (the rounds stage's
     closure), to tell an uncommitted change they ran with from one they did not."""
-    from ..closure import PACKAGE_DIR, closure
+    from flowerbench.core.closure import PACKAGE_DIR, closure
 
     return frozenset(f"src/flowerbench/{m}" for m in closure(PACKAGE_DIR, list(MEASURED_COMMANDS)))
 

@@ -3,10 +3,10 @@ this run's."""
 
 from __future__ import annotations
 
-from .. import blog
-from ..render import table
-from ..results import Result
-from .cells import fmt, run_kind_label, versus
+from flowerbench.perfmodel import blog
+from flowerbench.report.render import table
+from flowerbench.core.results import Result
+from flowerbench.report.cells import fmt, run_kind_label, versus
 
 
 def audit_section(audit: list[dict], results: list[Result], metrics: dict, baseline: str,

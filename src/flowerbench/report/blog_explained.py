@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .. import blog
-from ..config import ReportParams
-from ..predict import TOLERANCE_PCT, predicted_tests
-from ..render import bullets, table
+from flowerbench.perfmodel import blog
+from flowerbench.core.config import ReportParams
+from flowerbench.perfmodel.judge import TOLERANCE_PCT, predicted_tests
+from flowerbench.report.render import bullets, table
 
 
 def blog_explained(report: ReportParams, verdict: Optional[dict], rows: list[dict]) -> list[str]:

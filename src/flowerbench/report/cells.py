@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..results import Result
+from flowerbench.core.results import Result
 
 OPENING_FIGURE = "scaling.png"   # the answer's figure, right under the opening sentence
 

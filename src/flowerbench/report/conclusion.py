@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..results import Result
-from ..stats import FASTER, UNDECIDED
-from .cells import efficiency_words, interval_words, ratio_words, scaled, direction_of
+from flowerbench.core.results import Result
+from flowerbench.analysis.stats import FASTER, UNDECIDED
+from flowerbench.report.cells import efficiency_words, interval_words, ratio_words, scaled, direction_of
 
 
 def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline: str, compared: dict) -> list[str]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import io
 from typing import Optional
 
-from .. import blog
-from ..config import ReportParams
-from ..predict import TOLERANCE_PCT
-from ..results import Result
-from .cells import OPENING_FIGURE, change_label, change_words
+from flowerbench.perfmodel import blog
+from flowerbench.core.config import ReportParams
+from flowerbench.perfmodel.judge import TOLERANCE_PCT
+from flowerbench.core.results import Result
+from flowerbench.report.cells import OPENING_FIGURE, change_label, change_words
 
 Figure = Optional[tuple[bytes, str]]
 
@@ -58,7 +58,7 @@ def model_vs_measured(rows: list[dict], kind_label: str, dpi: int, held_out: boo
     the dispatch term hatched on top where it was measured) beside the measured point with its 95 %
     interval, the two null models marked.  held_out: the held-out settings' frozen predictions, whose
     dispatch term is carried over from the reference."""
-    from ..predict import predicted_tests
+    from flowerbench.perfmodel.judge import predicted_tests
 
     tests = predicted_tests(rows)
     if not tests:

@@ -3,11 +3,23 @@ findings and the confounders, each sentence computed from the metrics."""
 
 from __future__ import annotations
 
-from ..render import bullets, table
-from ..results import Result
-from ..stats import FASTER, SLOWER, UNDECIDED
-from .cells import (between_rounds_words, budget_cell, fmt, interval_words, pairing_words, ratio_words, seconds_cell,
-                    rounds_words, speedup_cell, direction_of, versus, versus_same_loop)
+from flowerbench.report.render import bullets, table
+from flowerbench.core.results import Result
+from flowerbench.analysis.stats import FASTER, SLOWER, UNDECIDED
+from flowerbench.report.cells import (
+    between_rounds_words,
+    budget_cell,
+    fmt,
+    interval_words,
+    pairing_words,
+    ratio_words,
+    seconds_cell,
+    rounds_words,
+    speedup_cell,
+    direction_of,
+    versus,
+    versus_same_loop,
+)
 
 
 def headline(results: list[Result], metrics: dict, baseline: str) -> list[str]:

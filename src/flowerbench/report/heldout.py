@@ -5,10 +5,10 @@ Both files are inputs of the report stage; neither is written by it."""
 
 from __future__ import annotations
 
-from ..heldout import summary, when
-from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED
-from ..render import bullets, table
-from ..stats import EQUIVALENCE_PCT
+from flowerbench.perfmodel.heldout import summary, when
+from flowerbench.perfmodel.judge import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED
+from flowerbench.report.render import bullets, table
+from flowerbench.analysis.stats import EQUIVALENCE_PCT
 
 OVERHEADS = ("allreduce", "dispatch")   # the terms N replicas add to one replica's step
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..render import table
-from .cells import fmt
+from flowerbench.report.render import table
+from flowerbench.report.cells import fmt
 
 
 def input_pipeline(ceiling: list[dict]) -> list[str]:

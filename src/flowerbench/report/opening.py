@@ -5,12 +5,19 @@ each result was measured."""
 
 from __future__ import annotations
 
-from ..blog import HARDWARE
-from ..host import label as host_label
-from ..render import banner, bullets, figure
-from ..results import Result
-from ..stats import FASTER, SLOWER
-from .cells import OPENING_FIGURE, cpu_words, ratio_words, rounds_words, scaled, direction_of
+from flowerbench.perfmodel.blog import HARDWARE
+from flowerbench.core.host import label as host_label
+from flowerbench.report.render import banner, bullets, figure
+from flowerbench.core.results import Result
+from flowerbench.analysis.stats import FASTER, SLOWER
+from flowerbench.report.cells import (
+    OPENING_FIGURE,
+    cpu_words,
+    ratio_words,
+    rounds_words,
+    scaled,
+    direction_of,
+)
 
 
 def opening(results: list[Result], metrics: dict, audit: list[dict], warnings: list[str], here: dict,

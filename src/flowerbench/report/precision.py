@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import statistics
 
-from ..estimators import SETTLE_TOLERANCE, WORDS
-from ..render import bullets, table
-from .cells import fmt, pairing_words
+from flowerbench.analysis.estimators import SETTLE_TOLERANCE, WORDS
+from flowerbench.report.render import bullets, table
+from flowerbench.report.cells import fmt, pairing_words
 
 CLOSE = 0.10   # two spreads this close (relative) are "about as noisy"
 LEVELS = (("round", "between processes (one per round)"), ("repeat", "between repeats in one process"),

@@ -3,13 +3,22 @@ measurement, the verdict, and the dispatch term where it was measured (predict.p
 
 from __future__ import annotations
 
-from ..predict import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, TOLERANCE_PCT, UNDETERMINED, predicted_tests, scorecard
-from ..render import bullets, table
-from ..stats import EQUIVALENCE_PCT
-from .cells import fmt
+from flowerbench.perfmodel.termsfile import Terms
+from flowerbench.perfmodel.judge import (
+    HOLDS,
+    MAE_TARGET_PCT,
+    MAX_TARGET_PCT,
+    TOLERANCE_PCT,
+    UNDETERMINED,
+    predicted_tests,
+    scorecard,
+)
+from flowerbench.report.render import bullets, table
+from flowerbench.analysis.stats import EQUIVALENCE_PCT
+from flowerbench.report.cells import fmt
 
 
-def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[str]:
+def model_section(terms: Terms | None, rows: list[dict], verdict: dict) -> list[str]:
     """The model of an N-replica epoch, predicted beside measured for every core-matched run."""
     b = ["## The model, tested on this host",
          "Each N-replica run's timed epochs predicted from parts measured apart (docs/model.md). On a CPU host "
@@ -20,9 +29,9 @@ def model_section(terms: dict | None, rows: list[dict], verdict: dict) -> list[s
     if terms is None:
         return b + ["No terms were measured (results/model-terms.json is missing: the `terms` stage did not "
                     "run), so nothing is predicted."]
-    if terms.get("skipped"):
-        return b + [f"The terms were not measured: {terms['skipped']}."]
-    b += [f"Terms, measured {terms['started_at'][:10]} on {terms['cpu_model']} by the `terms` stage:",
+    if terms.skipped:
+        return b + [f"The terms were not measured: {terms.skipped}."]
+    b += [f"Terms, measured {terms.started_at[:10]} on {terms.cpu_model} by the `terms` stage:",
           bullets(terms_lines(terms) + compute_lines(terms, rows)),
           f"A prediction holds when the measured {EQUIVALENCE_PCT} % interval (over rounds) lies inside "
           f"±{TOLERANCE_PCT:g} % of it "
@@ -100,40 +109,40 @@ def model_rows(rows: list[dict]) -> list[list]:
     return out
 
 
-def terms_lines(terms: dict) -> list[str]:
+def terms_lines(terms: Terms) -> list[str]:
     """Each measured term, as the table's inputs."""
-    inp, alone = terms["input"], terms["step_alone"]
-    c = terms["cores_per_replica"]
-    lo, hi = (fmt(x, ".0f") if x is not None else "n/a" for x in inp["interval_rate"])
-    out = [f"input (rho): {inp['median_rate']:.0f} images/s per core [{lo}, {hi}], the pipeline alone on "
-           f"{c} core(s): {inp['images']} images at "
-           f"{inp['image_size']} px, cache {'on' if inp['cache'] else 'off'}, {len(inp['seconds'])} epochs after "
-           f"one that {'fills the cache' if inp['cache'] else 'warms up'}",
-           f"one replica's step alone (custom step, in-memory tensors, batch {alone['batch']}): "
-           f"{alone['median_seconds'] * 1000:.0f} ms [{alone['interval_seconds'][0] * 1000:.0f}, "
-           f"{alone['interval_seconds'][1] * 1000:.0f}]"]
-    for n, k in terms["contention"].items():
-        each = ", ".join(f"{x * 1000:.0f}" for x in k["median_seconds_each"])
-        out.append(f"contention (kappa_{n}): {k['factor']:.3f}, {n} such steps side by side on {k['cores']} took "
+    inp, alone = terms.input, terms.step_alone
+    c = terms.cores_per_replica
+    lo, hi = (fmt(x, ".0f") if x is not None else "n/a" for x in inp.interval_rate)
+    out = [f"input (rho): {inp.median_rate:.0f} images/s per core [{lo}, {hi}], the pipeline alone on "
+           f"{c} core(s): {inp.images} images at "
+           f"{inp.image_size} px, cache {'on' if inp.cache else 'off'}, {len(inp.seconds)} epochs after "
+           f"one that {'fills the cache' if inp.cache else 'warms up'}",
+           f"one replica's step alone (custom step, in-memory tensors, batch {alone.batch}): "
+           f"{alone.median_seconds * 1000:.0f} ms [{alone.interval_seconds[0] * 1000:.0f}, "
+           f"{alone.interval_seconds[1] * 1000:.0f}]"]
+    for n, k in terms.contention.items():
+        each = ", ".join(f"{x * 1000:.0f}" for x in k.median_seconds_each)
+        out.append(f"contention (kappa_{n}): {k.factor:.3f}, {n} such steps side by side on {k.cores} took "
                    f"{each} ms")
-    for n, a in terms["allreduce"].items():
-        out.append(f"all-reduce (a_{n}): {a['median_seconds'] * 1000:.1f} ms per step [{a['interval_seconds'][0] * 1000:.1f}, "
-                   f"{a['interval_seconds'][1] * 1000:.1f}], {a['tensors']} gradient tensors, "
-                   f"{a['parameters'] / 1e6:.2f} M parameters, {n} replicas in one process, {a['cross_device_ops']}")
-    for n, d in terms.get("dispatch", {}).items():
+    for n, a in terms.allreduce.items():
+        out.append(f"all-reduce (a_{n}): {a.median_seconds * 1000:.1f} ms per step [{a.interval_seconds[0] * 1000:.1f}, "
+                   f"{a.interval_seconds[1] * 1000:.1f}], {a.tensors} gradient tensors, "
+                   f"{a.parameters / 1e6:.2f} M parameters, {n} replicas in one process, {a.cross_device_ops}")
+    for n, d in terms.dispatch.items():
         out.append(f"dispatch (d_{n}, measured after the four terms missed): {n} replicas' whole step driven from one "
-                   f"process took {d['median_seconds'] * 1000:.0f} ms [{d['interval_seconds'][0] * 1000:.0f}, "
-                   f"{d['interval_seconds'][1] * 1000:.0f}] on {d['cores']}, {d['seconds_beyond_terms'] * 1000:.0f} ms "
+                   f"process took {d.median_seconds * 1000:.0f} ms [{d.interval_seconds[0] * 1000:.0f}, "
+                   f"{d.interval_seconds[1] * 1000:.0f}] on {d.cores}, {d.seconds_beyond_terms * 1000:.0f} ms "
                    f"more than kappa_{n} x the step alone + a_{n}")
-    for n, a in terms.get("allreduce_workers", {}).items():
+    for n, a in terms.allreduce_workers.items():
         out.append(f"all-reduce between {n} worker processes (a_{n} of the multi-worker job): "
-                   f"{a['median_seconds'] * 1000:.1f} ms per step [{a['interval_seconds'][0] * 1000:.1f}, "
-                   f"{a['interval_seconds'][1] * 1000:.1f}], each worker on its own cores {a['cores']}, "
-                   f"{a['cross_device_ops']}")
+                   f"{a.median_seconds * 1000:.1f} ms per step [{a.interval_seconds[0] * 1000:.1f}, "
+                   f"{a.interval_seconds[1] * 1000:.1f}], each worker on its own cores {a.cores}, "
+                   f"{a.cross_device_ops}")
     return out
 
 
-def compute_lines(terms: dict, rows: list[dict]) -> list[str]:
+def compute_lines(terms: Terms, rows: list[dict]) -> list[str]:
     """Which step each part of the arithmetic uses: the compute term takes each loop's own step (its
     in-memory twin in the rounds); kappa and the dispatch term are ratios to, or time beyond, the
     probe's step alone, so the two are different numbers on purpose."""
@@ -143,7 +152,7 @@ def compute_lines(terms: dict, rows: list[dict]) -> list[str]:
             steps[r["loop"]] = (r["twin"], r["step_seconds"])
     if not steps:
         return []
-    alone = terms["step_alone"]["median_seconds"]
+    alone = terms.step_alone.median_seconds
     each = ", ".join(f"{loop} {s * 1000:.0f} ms (from {twin})" for loop, (twin, s) in steps.items())
     return [f"s in the compute term, one replica's step of each loop from its in-memory-tensors twin in the "
             f"rounds: {each}. kappa_N is a ratio to the probe's step alone ({alone * 1000:.0f} ms) and the "

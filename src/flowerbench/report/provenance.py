@@ -7,10 +7,10 @@ from collections import Counter
 
 import statistics
 
-from ..host import label as host_label
-from ..metrics import COMPARABLE
-from ..render import bullets
-from ..results import Result
+from flowerbench.core.host import label as host_label
+from flowerbench.analysis.metrics import COMPARABLE
+from flowerbench.report.render import bullets
+from flowerbench.core.results import Result
 
 
 ATTRIBUTION = ("The flower_photos images are from Flickr, licensed by their authors under Creative Commons "
