@@ -14,7 +14,7 @@ from flowerbench.core import paths
 from flowerbench.analysis import stats as S
 from flowerbench.analysis.estimators import CHOSEN
 from flowerbench.analysis.pool import Pool
-from flowerbench.core.results import Result
+from flowerbench.core.results import CoreKind, Result
 
 # Params that must agree between results for their timings to be comparable.
 COMPARABLE = ("seed", "data", "model", "train")
@@ -125,7 +125,7 @@ def compared_ratios(rounds, results: list[Result], baseline: str, pool=None) -> 
     pool = own_pool(rounds, pool)
     out = []
     for r in results:
-        if r.replicas == 1 and r.budget_kind != "threads":
+        if r.replicas == 1 and r.budget_kind != CoreKind.THREADS:
             continue
         single = same_budget_single(r, results)
         for other in dict.fromkeys([baseline, single.variant if single else None]):
@@ -235,7 +235,7 @@ def process_costs(rounds) -> list[float]:
 def single_files(results: list[Result]) -> tuple[Result | None, Result | None]:
     """The declared one-replica fit() and custom runs on the files (one replica's share of the cores;
     the first declared wins)."""
-    singles = {(r.loop, r.pipeline): r for r in reversed(results) if r.replicas == 1 and r.budget_kind != "threads"}
+    singles = {(r.loop, r.pipeline): r for r in reversed(results) if r.replicas == 1 and r.budget_kind != CoreKind.THREADS}
     return singles.get(("fit", "files")), singles.get(("custom", "files"))
 
 
@@ -279,7 +279,7 @@ def comparisons(rounds, results: list[Result], metrics: dict, pool=None) -> dict
                     part.seconds(sf), part.seconds(f.variant), part.seconds(sc), part.seconds(c.variant))]
             out[f"efficiency_fit_over_custom_{n}"] = _cmp(pool.estimate(logs), replicas=n, fit=f.variant,
                                                           custom=c.variant)
-    for t in (r for r in results if r.budget_kind == "threads"):
+    for t in (r for r in results if r.budget_kind == CoreKind.THREADS):
         twin = next((r for r in runs if r.loop == t.loop and not r.workers and
                      r.replicas * r.cores_per_replica == t.budget_cores), None)
         if twin:
@@ -293,9 +293,9 @@ def budget_scale(r: Result) -> float | None:
     """How many same-budget baselines' worth of hardware `r` had: N replicas (core-matched, GPUs),
     or its cores over one replica's share (one replica with more threads); None when its
     replicas shared cores (oversubscribed, shared), which no efficiency can describe."""
-    if r.budget_kind in ("core_matched", "gpu"):
+    if r.budget_kind in (CoreKind.CORE_MATCHED, CoreKind.GPU):
         return float(r.replicas)
-    if r.budget_kind == "threads":
+    if r.budget_kind == CoreKind.THREADS:
         return r.budget_cores / r.cores_per_replica
     return None
 
@@ -307,12 +307,12 @@ def same_budget_single(r: Result, results: list[Result]) -> Result | None:
     runs compare with the core-matched single run (their speed-up is shown, labelled, never their
     efficiency); runs that left the cores to TensorFlow (shared) with the single run of that kind.  Declared variants come first, so
     a declared run wins over a sweep's."""
-    cpu = ("core_matched", "threads", "oversubscribed")
-    kinds = ("core_matched",) if r.budget_kind in cpu else (r.budget_kind,)
+    cpu = (CoreKind.CORE_MATCHED, CoreKind.THREADS, CoreKind.OVERSUBSCRIBED)
+    kinds = (CoreKind.CORE_MATCHED,) if r.budget_kind in cpu else (r.budget_kind,)
     for s in results:
         if (s.replicas == 1 and s.loop == r.loop and s.pipeline == r.pipeline and s.budget_kind in kinds
                 and s.cores_per_replica == r.cores_per_replica
-                and (s.budget_kind != "core_matched" or s.budget_cores == s.cores_per_replica)):
+                and (s.budget_kind != CoreKind.CORE_MATCHED or s.budget_cores == s.cores_per_replica)):
             return s
     return None
 

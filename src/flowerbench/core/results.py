@@ -10,6 +10,7 @@ silent `.get()` default.  docs/training.md lists the fields.
 from __future__ import annotations
 
 import math
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Optional
 
@@ -34,6 +35,15 @@ READABLE_SCHEMAS = (5, 6)
 
 class ResultError(RuntimeError):
     """A results file is missing, unreadable, of another schema version or malformed (one line)."""
+
+
+class CoreKind(StrEnum):
+    """How a run's replicas sit on the host's cores: its core budget's kind (training/placement.py)."""
+    CORE_MATCHED = "core_matched"       # each replica on c cores of its own (N x c pinned)
+    THREADS = "threads"                 # one replica given N x c cores: the thread-count control
+    OVERSUBSCRIBED = "oversubscribed"   # more replicas x c than usable cores: they share them all
+    GPU = "gpu"                         # replicas on GPUs, the host's cores left alone
+    SHARED = "shared"                   # train.thread_policy tf_default: nothing pinned, TF's own threads
 
 
 class Result(BaseModel):
@@ -100,8 +110,7 @@ class Result(BaseModel):
     cpu_model: str
     cpu_count: int
     thread_policy: str
-    # the core budget (budget.py): core_matched | threads | oversubscribed | gpu | shared
-    budget_kind: Literal["core_matched", "threads", "oversubscribed", "gpu", "shared"]
+    budget_kind: CoreKind                     # how its replicas sit on the cores (training/placement.py)
     cores_per_replica: int
     budget_cores: int
     budget_affinity: list[int]

@@ -344,9 +344,6 @@ def _held_round(params: Params, params_path: str, rounds_dir: Path, k: int, todo
     deadlines: list[Deadline] = []
     info: list[dict] = []
     names = [name for _, name in todo]
-    codes: list = []
-    meters: list = []
-    release_s = 0.0
     try:
         with contextlib.ExitStack() as stack:
             for i in range(0, len(todo), 2):                 # warm two at a time
@@ -363,7 +360,8 @@ def _held_round(params: Params, params_path: str, rounds_dir: Path, k: int, todo
                     h.until_ready()
             warm = time.monotonic()
             meters = [EpochMeter() for _ in held]
-            codes = [None] * len(held)
+            codes: list = [None] * len(held)
+            exits: list[dict] = [{}] * len(held)          # each process's wall time and load, at its exit
             for e in range(epochs):                           # one cycle: each process's next epoch
                 for i, (h, meter) in enumerate(zip(held, meters)):
                     meter.around(h.release)
@@ -371,6 +369,7 @@ def _held_round(params: Params, params_path: str, rounds_dir: Path, k: int, todo
                         h.until_ready()                       # held again before the next is released
                     else:                                     # its result written and TensorFlow gone,
                         codes[i] = wait([h.proc], deadlines[i])[0]   # before the next one's last epoch
+                        exits[i] = {"wall_seconds": round(time.monotonic() - h.started, 3), "load_after": _loadavg()}
             release_s = time.monotonic() - warm
     except DeadlineExceeded:
         raise MeasureError(f"round {k} ({', '.join(names)}): a process ran past rounds.process_deadline_s="
@@ -383,11 +382,10 @@ def _held_round(params: Params, params_path: str, rounds_dir: Path, k: int, todo
         for h in held:
             h.close()
     out = []
-    for (pos, name), h, code, meter, rec in zip(todo, held, codes, meters, info):
+    for (pos, name), h, code, meter, rec, at_exit in zip(todo, held, codes, meters, info, exits):
         if why := _failed(k, name, code, rec["out"]):
             raise MeasureError(f"{why}; the round is not kept, and `dvc repro` resumes from this round")
-        load = {"wall_seconds": round(time.monotonic() - h.started, 3), "load_before": rec["load_before"],
-                "load_after": _loadavg(), **meter.shares()}
+        load = {**at_exit, "load_before": rec["load_before"], **meter.shares()}
         out.append(R.Process(round=k, position=pos, variant=name, first_core=core, started_at=rec["started_at"],
                              exit_code=code, busy=is_busy(load, params.rounds.busy_share), held=True,
                              ready_after_seconds=round(h.ready_after, 3),

@@ -25,7 +25,7 @@ import math
 from typing import Optional
 
 from flowerbench.analysis import stats as S
-from flowerbench.core.results import Result
+from flowerbench.core.results import CoreKind, Result
 from flowerbench.perfmodel.forms import cpu_seconds
 from flowerbench.perfmodel.termsfile import Terms
 
@@ -71,7 +71,7 @@ def twin_of(r: Result, results: list[Result]) -> Optional[Result]:
     for t in results:
         if (t.pipeline == "tensors" and t.replicas == 1 and t.loop == r.loop and t.workers is None
                 and t.custom_graph == r.custom_graph and t.batch_size_per_replica == r.batch_size_per_replica
-                and t.image_size == r.image_size and t.budget_kind == "core_matched"
+                and t.image_size == r.image_size and t.budget_kind == CoreKind.CORE_MATCHED
                 and t.budget_cores == t.cores_per_replica == r.cores_per_replica):
             return t
     return None
@@ -102,11 +102,11 @@ def nulls(r: Result, results: list[Result], measured: dict[str, tuple]) -> dict:
 
 
 def _is_test(r: Result) -> bool:
-    return r.replicas > 1 and r.budget_kind == "core_matched" and r.pipeline == "files"
+    return r.replicas > 1 and r.budget_kind == CoreKind.CORE_MATCHED and r.pipeline == "files"
 
 
 def _is_check(r: Result) -> bool:
-    return (r.replicas == 1 and r.workers is None and r.pipeline == "files" and r.budget_kind == "core_matched"
+    return (r.replicas == 1 and r.workers is None and r.pipeline == "files" and r.budget_kind == CoreKind.CORE_MATCHED
             and r.budget_cores == r.cores_per_replica)
 
 

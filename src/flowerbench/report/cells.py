@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import statistics
 
-from flowerbench.core.results import Result
+from flowerbench.core.results import CoreKind, Result
 
 OPENING_FIGURE = "scaling.png"   # the answer's figure, right under the opening sentence
 
@@ -61,7 +61,7 @@ def versus_same_loop(m: dict) -> str:
     """The same comparison against one replica of the same loop and input (the scaling view), labelled."""
     if "speedup_vs_single" not in m:
         return "n/a"
-    if m["replicas"] == 1 and m["budget_kind"] != "threads":
+    if m["replicas"] == 1 and m["budget_kind"] != CoreKind.THREADS:
         return "itself"
     return f"{ratio_words(m, 'speedup_vs_single')} vs {m['single_same_loop']} ({direction_of(m, 'speedup_vs_single')})"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowerbench.core.results import Result
+from flowerbench.core.results import CoreKind, Result
 from flowerbench.analysis.stats import FASTER, UNDECIDED
 from flowerbench.report.cells import efficiency_words, interval_words, ratio_words, scaled, direction_of
 
@@ -46,12 +46,12 @@ def conclusion(results: list[Result], metrics: dict, audit: list[dict], baseline
                          + ("not distinguishable." if word == UNDECIDED else
                             f"{'replicas' if word == FASTER else 'threads'} were faster."))
     cannot = []
-    if all(r.budget_kind != "gpu" for r in results):
+    if all(r.budget_kind != CoreKind.GPU for r in results):
         theirs = " and ".join(f"{a['speedup']:.2f}x" for a in audit if a["gpus"] and a["gpus"] > 1)
         cannot.append(f"It cannot show a GPU speed-up: every replica ran on CPU cores, whose memory and caches "
                       f"they share, and whose all-reduce runs over host memory, not NVLink or PCIe; the blog's "
                       f"{theirs or 'speed-ups'} are neither confirmed nor refuted by it.")
-    oversub = [r.variant for r in results if r.replicas > 1 and r.budget_kind in ("oversubscribed", "shared")]
+    oversub = [r.variant for r in results if r.replicas > 1 and r.budget_kind in (CoreKind.OVERSUBSCRIBED, CoreKind.SHARED)]
     if oversub:
         cannot.append(f"{', '.join(oversub)} shared cores, so they say nothing about speed-up.")
     undecided = [v for v, m in metrics.items() if v != baseline and m["speedup_vs_baseline_verdict"] == UNDECIDED]

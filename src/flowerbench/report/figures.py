@@ -11,7 +11,7 @@ from typing import Optional
 from flowerbench.perfmodel import blog
 from flowerbench.core.config import ReportParams
 from flowerbench.perfmodel.judge import TOLERANCE_PCT
-from flowerbench.core.results import Result
+from flowerbench.core.results import CoreKind, Result
 from flowerbench.report.cells import OPENING_FIGURE, change_label, change_words
 
 Figure = Optional[tuple[bytes, str]]
@@ -229,7 +229,7 @@ def scaling(results: list[Result], metrics: dict, audit: list[dict], base: str, 
     from matplotlib.ticker import MaxNLocator
 
     owned = [r for r in results if r.pipeline == "files" and "scaling_efficiency" in metrics[r.variant]]
-    if not any(r.replicas > 1 or r.budget_kind == "threads" for r in owned):
+    if not any(r.replicas > 1 or r.budget_kind == CoreKind.THREADS for r in owned):
         return None
     fig, (ax_s, ax_e) = plt.subplots(1, 2, figsize=(12, 4.4))
 
@@ -247,7 +247,7 @@ def scaling(results: list[Result], metrics: dict, audit: list[dict], base: str, 
         for loop in ("fit", "custom"):
             line = {}
             for r in owned:  # the declared variant wins over a sweep's at the same replica count
-                if r.loop == loop and not r.workers and r.budget_kind != "threads":
+                if r.loop == loop and not r.workers and r.budget_kind != CoreKind.THREADS:
                     line.setdefault(r.replicas, r)
             if len(line) > 1:
                 xs = sorted(line)
@@ -261,7 +261,7 @@ def scaling(results: list[Result], metrics: dict, audit: list[dict], base: str, 
             if r.workers:
                 point(ax, r.replicas + nudge["workers"], r, key, "s", f"this host, {r.variant} (separate processes)",
                       color=loop_color[r.loop], ms=9, mfc="none", mew=2)
-            elif r.budget_kind == "threads":
+            elif r.budget_kind == CoreKind.THREADS:
                 scale = r.budget_cores / r.cores_per_replica
                 point(ax, scale, r, key, "D", f"this host, {r.variant} (1 replica, {r.budget_cores} cores "
                       "as threads)", color=colors[2], ms=8)

@@ -4,7 +4,7 @@ findings and the confounders, each sentence computed from the metrics."""
 from __future__ import annotations
 
 from flowerbench.report.render import bullets, table
-from flowerbench.core.results import Result
+from flowerbench.core.results import CoreKind, Result
 from flowerbench.analysis.stats import FASTER, SLOWER, UNDECIDED
 from flowerbench.report.cells import (
     between_rounds_words,
@@ -97,7 +97,7 @@ def findings(results: list[Result], metrics: dict, baseline: str, compared: dict
         word = loops["verdict"]
         parts.append(f"On one replica the custom loop against fit(): {interval_words(loops)}: "
                      + ("not distinguishable." if word == UNDECIDED else f"custom was {word}."))
-    shared = [v for v in metrics if by[v].replicas > 1 and (by[v].budget_kind in ("oversubscribed", "shared")
+    shared = [v for v in metrics if by[v].replicas > 1 and (by[v].budget_kind in (CoreKind.OVERSUBSCRIBED, CoreKind.SHARED)
                                                            or by[v].device_kind == "logical_gpu")]
     if shared:
         parts.append(f"The replicas of {', '.join(shared)} shared their cores (or one GPU): those numbers cannot "
@@ -120,12 +120,12 @@ def confounders(results: list[Result], rounds, variance: dict, compared: dict) -
                    f"the time of fit() ({fit.variant}): {why}. Custom-loop efficiencies "
                    f"({', '.join(custom_multi) or 'none'}) are against {custom.variant}, so they look better than the "
                    f"same times would against fit(); the 'vs {fit.variant}' column is the blog's basis.")
-    shared = [r for r in results if r.replicas > 1 and r.budget_kind == "shared"]
+    shared = [r for r in results if r.replicas > 1 and r.budget_kind == CoreKind.SHARED]
     if shared:
         out.append(f"Thread pools were left to TensorFlow (train.thread_policy: tf_default) in "
                    f"{', '.join(r.variant for r in shared)}: the replicas shared every core, so their times "
                    f"compare thread settings as much as replica counts.")
-    matched = [r for r in results if r.budget_kind == "core_matched" and r.replicas > 1 and not r.workers]
+    matched = [r for r in results if r.budget_kind == CoreKind.CORE_MATCHED and r.replicas > 1 and not r.workers]
     if matched:
         out.append(f"Core-matched runs share one process, one intra-op pool and the host's memory bandwidth and "
                    f"caches: the replicas of {', '.join(r.variant for r in matched)} each had their own cores, not "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from flowerbench.perfmodel.blog import HARDWARE
 from flowerbench.core.host import label as host_label
 from flowerbench.report.render import banner, bullets, figure
-from flowerbench.core.results import Result
+from flowerbench.core.results import CoreKind, Result
 from flowerbench.analysis.stats import FASTER, SLOWER
 from flowerbench.report.cells import (
     OPENING_FIGURE,
@@ -59,14 +59,14 @@ def label_of(text: str) -> str:
 def banners(results: list[Result]) -> list[str]:
     out = []
     r0 = results[0]
-    matched = [r for r in results if r.budget_kind == "core_matched" and r.replicas > 1]
+    matched = [r for r in results if r.budget_kind == CoreKind.CORE_MATCHED and r.replicas > 1]
     if matched:
         c = sorted({r.cores_per_replica for r in matched})
         out.append(f"CORE-MATCHED CPU RUN: in {', '.join(r.variant for r in matched)} every replica had its own "
                    f"{'/'.join(map(str, c))} CPU core(s) (affinity mask), and the 1-replica baselines one "
                    f"replica's share ({cpu_words(r0)}; {r0.usable_cores} usable cores). A real data-parallel "
                    f"measurement on CPU cores, not a GPU result.")
-    shared = [r for r in results if r.replicas > 1 and r.budget_kind in ("oversubscribed", "shared")]
+    shared = [r for r in results if r.replicas > 1 and r.budget_kind in (CoreKind.OVERSUBSCRIBED, CoreKind.SHARED)]
     if shared:
         out.append(f"OVERSUBSCRIBED: {', '.join(f'{r.variant} ({r.replicas} replicas)' for r in shared)} shared "
                    f"{r0.usable_cores} CPU core(s) ({cpu_words(r0)}): emulation, which shows the software path "
@@ -120,7 +120,7 @@ def answer(results: list[Result], metrics: dict, audit: list[dict], baseline: st
                 f"faster data-parallel training gets** (see the banners). The blog's {HARDWARE}, against "
                 f"its single-GPU fit(): {blog}.")
     r0 = runs[0]
-    where = (f"{r0.gpu_model} GPUs" if r0.budget_kind == "gpu" else
+    where = (f"{r0.gpu_model} GPUs" if r0.budget_kind == CoreKind.GPU else
              f"{cpu_words(r0)}: CPU cores, {r0.cores_per_replica} per replica")
     verdicts = {direction_of(metrics[r.variant], "speedup_vs_baseline") for r in runs}
     how = {frozenset({FASTER}): "was faster than", frozenset({SLOWER}): "was slower than"}.get(
@@ -128,7 +128,7 @@ def answer(results: list[Result], metrics: dict, audit: list[dict], baseline: st
     parts = [f"{r.variant} ({r.replicas} {'workers' if r.workers else 'replicas'}) "
              f"{ratio_words(metrics[r.variant], 'speedup_vs_baseline')}: "
              f"{direction_of(metrics[r.variant], 'speedup_vs_baseline')}" for r in runs]
-    threads = [r for r in results if r.budget_kind == "threads"]
+    threads = [r for r in results if r.budget_kind == CoreKind.THREADS]
     more = ""
     if threads:
         t = metrics[threads[0].variant]

@@ -39,6 +39,7 @@ from flowerbench.training.placement import CoreBudget
 from flowerbench.core.config import TrainParams
 from flowerbench.core.host import cpu_model, gpu_memory_mb, no_gpu_device, usable_cores
 from flowerbench.core.log import get_logger
+from flowerbench.core.results import CoreKind
 
 
 class DeviceError(RuntimeError):
@@ -195,7 +196,7 @@ def plan_devices(replicas: int, train: TrainParams, budget: CoreBudget) -> Devic
         return DevicePlan(device_kind="cpu", devices=["/cpu:0"], gpu_model=None, emulated=False, **base)
     cpus = tf.config.list_physical_devices("CPU")
     tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * replicas)
-    matched = budget.kind == "core_matched"
+    matched = budget.kind == CoreKind.CORE_MATCHED
     note = (f"{replicas} logical CPU devices, each replica on its own {budget.cores_per_replica} core(s) "
             f"({budget.budget_cores} pinned: {budget.affinity}): data parallelism on CPU cores, not a GPU result"
             if matched else
@@ -219,7 +220,7 @@ def plan_workers(addresses: list[str], index: int, train: TrainParams, budget: C
     where = "gpu:0" if gpus else "cpu:0"
     if not local:
         note = "multi-host job"
-    elif budget.kind == "core_matched":
+    elif budget.kind == CoreKind.CORE_MATCHED:
         note = (f"{n} worker processes on one host, each pinned to its own {budget.cores_per_replica} core(s) "
                 f"(worker {index}: {budget.affinity}): data parallelism on CPU cores over loopback gRPC, "
                 f"not a GPU result")
@@ -229,7 +230,7 @@ def plan_workers(addresses: list[str], index: int, train: TrainParams, budget: C
     return DevicePlan(replicas=n, device_kind=("local_" if local else "") + ("gpu_workers" if gpus else "cpu_workers"),
                       devices=[f"{a}/{where}" for a in addresses], physical_gpus=len(gpus), gpu_model=gpu_model(gpus),
                       cpu_model=cpu_model(), cpu_count=budget.usable_cores, thread_policy=train.thread_policy,
-                      budget=budget, emulated=local and not gpus and budget.kind != "core_matched", notes=[note],
+                      budget=budget, emulated=local and not gpus and budget.kind != CoreKind.CORE_MATCHED, notes=[note],
                       workers=n, cluster=list(addresses), worker_index=index)
 
 

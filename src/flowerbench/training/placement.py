@@ -30,11 +30,12 @@ from dataclasses import asdict, dataclass
 from typing import Optional
 
 from flowerbench.core.config import AUTO_MAX_REPLICAS, ParamsError, TrainParams, Variant
+from flowerbench.core.results import CoreKind
 
 
 @dataclass(frozen=True)
 class CoreBudget:
-    kind: str                  # core_matched | threads | oversubscribed | gpu | shared
+    kind: CoreKind             # how the replicas sit on the cores
     cores_per_replica: int     # c (train.cores_per_replica)
     budget_cores: int          # cores this run may use: N x c, c, or all usable ones (oversubscribed)
     affinity: list[int]        # the mask set before TensorFlow starts ([] = left alone)
@@ -92,21 +93,21 @@ def plan(replicas: int, cores: Optional[int], train: TrainParams, usable_ids: li
     `replicas`-worker job, one replica each) given `cores` cores (None: replicas x c)."""
     c, usable = train.cores_per_replica, len(usable_ids)
     if on_gpus(train, gpus):
-        return CoreBudget("gpu", c, usable, [], usable, 0, 0)
+        return CoreBudget(CoreKind.GPU, c, usable, [], usable, 0, 0)
     if train.thread_policy == "tf_default":
-        return CoreBudget("shared", c, usable, [], usable, 0, 0)
+        return CoreBudget(CoreKind.SHARED, c, usable, [], usable, 0, 0)
     total = replicas * c if cores is None else cores
     if total > usable:  # cores shared: as many threads as there are cores, split over the replicas
         share = max(1, usable // replicas)
         inter = 1 if worker is not None else replicas  # a worker process holds one replica
-        return CoreBudget("oversubscribed", c, usable, list(usable_ids), usable, share, inter)
+        return CoreBudget(CoreKind.OVERSUBSCRIBED, c, usable, list(usable_ids), usable, share, inter)
     if worker is not None:  # one replica per process, each on its own c cores
         mine = replica_cores(train, usable_ids, worker + 1)[worker]
-        return CoreBudget("core_matched", c, c, mine, usable, c, 1)
+        return CoreBudget(CoreKind.CORE_MATCHED, c, c, mine, usable, c, 1)
     mask = usable_ids[:total]
     if replicas == 1 and total > c:
-        return CoreBudget("threads", c, total, mask, usable, total, 1)
-    return CoreBudget("core_matched", c, total, mask, usable, c if replicas > 1 else total, replicas)
+        return CoreBudget(CoreKind.THREADS, c, total, mask, usable, total, 1)
+    return CoreBudget(CoreKind.CORE_MATCHED, c, total, mask, usable, c if replicas > 1 else total, replicas)
 
 
 def pin(budget: CoreBudget) -> None:
