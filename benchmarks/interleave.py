@@ -52,7 +52,7 @@ def worker(params_path: str, replicas: int, cores: list[int], epochs: int) -> in
     from flowerbench.core.config import load_params
     from flowerbench.data.dataset import build_dataset, list_images
     from flowerbench.training.loops import build_optimizer_in_scope, known_steps
-    from flowerbench.training.network import build_model, make_optimizer
+    from flowerbench.training.network import build_network, make_optimizer
     from flowerbench.training.trainer import batch_sizes
 
     params = load_params(params_path)
@@ -65,7 +65,7 @@ def worker(params_path: str, replicas: int, cores: list[int], epochs: int) -> in
     dataset = build_dataset(images, params.data.image_size, batches.global_batch_size, params.seed,
                             pipeline="files", cache=params.data.cache)
     with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, len(images.class_names),
+        model = build_network(params.model.arch, params.data.image_size, len(images.class_names),
                             batchnorm=params.model.batchnorm)
         optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
     build_optimizer_in_scope(strategy, model, optimizer)
@@ -176,7 +176,7 @@ def analyse(pairs: list[dict]) -> dict:
 
 
 def markdown(out: dict) -> str:
-    from flowerbench.report.render import table
+    from flowerbench.core.render import table
 
     t, a = out["tost"], out["analysis"]
 

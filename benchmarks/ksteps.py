@@ -40,7 +40,7 @@ from flowerbench.perfmodel import heldout, judge
 from flowerbench.perfmodel.ksteps import ksteps
 from flowerbench.perfmodel.termsfile import load_terms
 from flowerbench.core import paths, provenance
-from flowerbench.report import render
+from flowerbench.core import render
 from flowerbench.analysis import rounds, stats
 from flowerbench.core.config import load_params
 from flowerbench.data.dataset import steps_per_epoch

@@ -45,7 +45,7 @@ from pathlib import Path
 
 from flowerbench.training import placement, runtime
 from flowerbench.core import host, paths, provenance, results
-from flowerbench.report import render
+from flowerbench.core import render
 from flowerbench.measuring import schedule
 from flowerbench.training.placement import CoreBudget
 from flowerbench.core.config import load_params

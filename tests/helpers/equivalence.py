@@ -27,7 +27,7 @@ tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConf
 import keras  # noqa: E402
 
 from flowerbench.training.loops import build_optimizer_in_scope, make_epoch_fn, make_train_step  # noqa: E402
-from flowerbench.training.network import build_model  # noqa: E402
+from flowerbench.training.network import build_network  # noqa: E402
 
 GLOBAL = 16
 rng = np.random.default_rng(0)
@@ -48,14 +48,14 @@ def strategy(n: int):
 
 def initial(batchnorm: str):
     keras.utils.set_random_seed(1)
-    return build_model("tiny", 32, 5, batchnorm).get_weights()
+    return build_network("tiny", 32, 5, batchnorm).get_weights()
 
 
 def one_step(n: int, loop: str, batchnorm: str, scale_batch: int | None = None,
              graph: str = "epoch") -> list[np.ndarray]:
     s = strategy(n)
     with s.scope():
-        model = build_model("tiny", 32, 5, batchnorm)
+        model = build_network("tiny", 32, 5, batchnorm)
         opt = keras.optimizers.SGD(learning_rate=0.5)
     model.set_weights(initial(batchnorm))
     ds = tf.data.Dataset.from_tensor_slices((X, Y)).batch(GLOBAL)
@@ -75,7 +75,7 @@ def one_epoch_k(n: int, k: int) -> list[np.ndarray]:
     (k = 3: a call of 3, then the remainder's call of 1)."""
     s = strategy(n)
     with s.scope():
-        model = build_model("tiny", 32, 5, "none")
+        model = build_network("tiny", 32, 5, "none")
         opt = keras.optimizers.SGD(learning_rate=0.5)
     model.set_weights(initial("none"))
     build_optimizer_in_scope(s, model, opt)

@@ -42,7 +42,7 @@ from flowerbench.core.config import Params
 from flowerbench.core.io import atomic_write, write_json
 from flowerbench.core.log import get_logger
 from flowerbench.analysis.metrics import compared_ratios
-from flowerbench.report.render import table
+from flowerbench.core.render import table
 
 log = get_logger("ab").info
 

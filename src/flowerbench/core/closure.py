@@ -1,10 +1,11 @@
 """Which flowerbench modules a command runs: the code-derived deps of dvc.yaml's stages, and the code
-the rounds' fingerprint covers (measure.fingerprint).
+the rounds' fingerprint covers (measuring.scheduler.fingerprint).
 
 A stage runs `python -m flowerbench.commands.<name>`: the closure starts from the package's
 `__init__.py`, `commands/__init__.py` and that command's module, then follows every flowerbench
-import (module level or inside a function) of the modules reached.  Paths are relative to the
-package dir (`commands/train.py`, `training.py`).
+import (module level or inside a function) of the modules reached, with the `__init__.py` of every
+package on the way.  Paths are relative to the package dir (`commands/train.py`,
+`training/trainer.py`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal, Optional, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from flowerbench.core.records import yaml_position
+
 # ResNet50 with include_top=True refuses inputs smaller than 32x32.
 MIN_IMAGE_SIZE = 32
 VARIANT_NAME = r"^[a-z][a-z0-9_]{0,63}$"
@@ -469,8 +471,7 @@ def load_params(path: str | Path = "params.yaml") -> Params:
     try:
         raw = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        where = yaml_position(exc) or "unknown position"
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise ParamsError(f"{path}: YAML syntax error at {where}: {problem}") from None
     if raw is None or raw == {}:

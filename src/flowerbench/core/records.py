@@ -1,5 +1,5 @@
 """Reading back a JSON record a stage wrote (a result, a schedule, the terms): one shape for all of
-them.  Found, JSON, an object, of a schema this code reads, valid against its typed model; any
+them (and the two helpers the YAML readers, config.load_params and heldout.load, share).  Found, JSON, an object, of a schema this code reads, valid against its typed model; any
 fault is the caller's error type with one line naming the file and what to do."""
 
 from __future__ import annotations
@@ -12,6 +12,12 @@ from pydantic import BaseModel, ValidationError
 from flowerbench.core.io import OutputError, read_json
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def yaml_position(exc: Exception) -> str:
+    """Where a YAML parse failed, as "line L, column C" ("" when PyYAML did not say)."""
+    mark = getattr(exc, "problem_mark", None)
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
 
 
 def first_error(exc: ValidationError) -> str:

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from flowerbench.core import paths
 from flowerbench.core.io import atomic_write
+from flowerbench.core.records import yaml_position
 from flowerbench.perfmodel.forms import cpu_seconds
 from flowerbench.perfmodel.judge import MAE_TARGET_PCT, MAX_TARGET_PCT, scorecard
 from flowerbench.perfmodel.termsfile import Terms
@@ -87,15 +88,14 @@ def load(path: Path) -> HeldOut:
     except OSError as exc:
         raise HeldOutError(f"{path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise HeldOutError(f"{path}: not YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
+        where = yaml_position(exc)
+        raise HeldOutError(f"{path}: not YAML{' at ' + where if where else ''}: "
+                           f"{getattr(exc, 'problem', None) or exc}") from None
     try:
         return HeldOut.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise HeldOutError(f"{path}: {where}: {first['msg']}") from None
+        raise HeldOutError(f"{path}: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
 
 SECTION = {"image_size": "data", "max_images": "data", "cache": "data", "standin_px": "data",

@@ -55,11 +55,11 @@ def _model_and_batch(params: Params, strategy, batch: int):
     import tensorflow as tf
 
     from flowerbench.training.loops import build_optimizer_in_scope
-    from flowerbench.training.network import build_model, make_optimizer
+    from flowerbench.training.network import build_network, make_optimizer
 
     tf.keras.utils.set_random_seed(params.seed)
     with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
+        model = build_network(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
         optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
     build_optimizer_in_scope(strategy, model, optimizer)
     g = tf.random.Generator.from_seed(params.seed)
@@ -105,10 +105,10 @@ def _allreduce_record(strategy, variables, replicas: int, seconds: list[float]) 
 
 def allreduce(params: Params, strategy, replicas: int, count: int) -> dict:
     """Seconds per all-reduce of the model's gradient shapes across `replicas` replicas."""
-    from flowerbench.training.network import build_model
+    from flowerbench.training.network import build_network
 
     with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
+        model = build_network(params.model.arch, params.data.image_size, 5, batchnorm=params.model.batchnorm)
     once = _allreduce_timer(strategy, model.trainable_variables, replicas)
     _wait_for("go")
     return _allreduce_record(strategy, model.trainable_variables, replicas, _times(once, count))

@@ -23,7 +23,7 @@ from flowerbench.core.config import validate as validate_params
 from flowerbench.core.io import atomic_write, read_json, write_json
 from flowerbench.core.log import get_logger
 from flowerbench.perfmodel import heldout as H, judge
-from flowerbench.report.render import table
+from flowerbench.core.render import table
 
 log = get_logger("validate").info
 

@@ -32,7 +32,7 @@ from flowerbench.perfmodel import blog, judge as predict, termsfile
 from flowerbench.perfmodel.termsfile import Terms
 from flowerbench.analysis import metrics as M, pool as P
 from flowerbench.core import paths
-from flowerbench.report import render
+from flowerbench.core import render
 from flowerbench.core.config import Params
 from flowerbench.perfmodel.heldout import (
     PREDICTIONS as HELDOUT_PREDICTIONS,

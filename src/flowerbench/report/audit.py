@@ -4,7 +4,7 @@ this run's."""
 from __future__ import annotations
 
 from flowerbench.perfmodel import blog
-from flowerbench.report.render import table
+from flowerbench.core.render import table
 from flowerbench.core.results import Result
 from flowerbench.report.cells import fmt, run_kind_label, versus
 

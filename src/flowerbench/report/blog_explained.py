@@ -8,7 +8,7 @@ from typing import Optional
 from flowerbench.perfmodel import blog
 from flowerbench.core.config import ReportParams
 from flowerbench.perfmodel.judge import TOLERANCE_PCT, predicted_tests
-from flowerbench.report.render import bullets, table
+from flowerbench.core.render import bullets, table
 
 
 def blog_explained(report: ReportParams, verdict: Optional[dict], rows: list[dict]) -> list[str]:

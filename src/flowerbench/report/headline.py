@@ -3,7 +3,7 @@ findings and the confounders, each sentence computed from the metrics."""
 
 from __future__ import annotations
 
-from flowerbench.report.render import bullets, table
+from flowerbench.core.render import bullets, table
 from flowerbench.core.results import CoreKind, Result
 from flowerbench.analysis.stats import FASTER, SLOWER, UNDECIDED
 from flowerbench.report.cells import (

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flowerbench.perfmodel.heldout import summary, when
 from flowerbench.perfmodel.judge import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED
-from flowerbench.report.render import bullets, table
+from flowerbench.core.render import bullets, table
 from flowerbench.analysis.stats import EQUIVALENCE_PCT
 
 OVERHEADS = ("allreduce", "dispatch")   # the terms N replicas add to one replica's step

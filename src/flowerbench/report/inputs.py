@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flowerbench.report.render import table
+from flowerbench.core.render import table
 from flowerbench.report.cells import fmt
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flowerbench.perfmodel.blog import HARDWARE
 from flowerbench.core.host import label as host_label
-from flowerbench.report.render import banner, bullets, figure
+from flowerbench.core.render import banner, bullets, figure
 from flowerbench.core.results import CoreKind, Result
 from flowerbench.analysis.stats import FASTER, SLOWER
 from flowerbench.report.cells import (

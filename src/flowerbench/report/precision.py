@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 
 from flowerbench.analysis.estimators import SETTLE_TOLERANCE, WORDS
-from flowerbench.report.render import bullets, table
+from flowerbench.core.render import bullets, table
 from flowerbench.report.cells import fmt, pairing_words
 
 CLOSE = 0.10   # two spreads this close (relative) are "about as noisy"

@@ -13,7 +13,7 @@ from flowerbench.perfmodel.judge import (
     predicted_tests,
     scorecard,
 )
-from flowerbench.report.render import bullets, table
+from flowerbench.core.render import bullets, table
 from flowerbench.analysis.stats import EQUIVALENCE_PCT
 from flowerbench.report.cells import fmt
 

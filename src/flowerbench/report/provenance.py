@@ -9,7 +9,7 @@ import statistics
 
 from flowerbench.core.host import label as host_label
 from flowerbench.analysis.metrics import COMPARABLE
-from flowerbench.report.render import bullets
+from flowerbench.core.render import bullets
 from flowerbench.core.results import Result
 
 

@@ -1,6 +1,6 @@
 """The blog's model: ResNet50 from scratch with `preprocess_input` inside the model.
 
-    build_model("resnet50", image_size=224, num_classes=5)
+    build_network("resnet50", image_size=224, num_classes=5)
 
 `tiny` is a two-layer conv net for fast tests only (params `model.arch`); its
 `batchnorm` argument ("none" | "local" | "sync") lets the equivalence tests show
@@ -11,7 +11,7 @@ Build the model inside `strategy.scope()`: its variables are then mirrored.
 from __future__ import annotations
 
 
-def build_model(arch: str, image_size: int, num_classes: int, batchnorm: str = "local"):
+def build_network(arch: str, image_size: int, num_classes: int, batchnorm: str = "local"):
     import keras
 
     inputs = keras.Input(shape=(image_size, image_size, 3), name="image")

@@ -207,7 +207,7 @@ def train_variant(params: Params, variant: Variant, strategy, batches: Batches, 
     from flowerbench.data.dataset import build_dataset
     from flowerbench.training.devices import cross_device_ops_name, strategy_name
     from flowerbench.training.loops import LoopConfig, build_optimizer_in_scope, run_custom, run_fit
-    from flowerbench.training.network import build_model, make_optimizer
+    from flowerbench.training.network import build_network, make_optimizer
 
     if strategy.num_replicas_in_sync != variant.replicas:
         raise RuntimeError(f"{variant.name}: the strategy has {strategy.num_replicas_in_sync} replicas, "
@@ -217,7 +217,7 @@ def train_variant(params: Params, variant: Variant, strategy, batches: Batches, 
     dataset = build_dataset(images, params.data.image_size, batches.global_batch_size, params.seed,
                             pipeline=params.pipeline_of(variant), cache=params.data.cache, shard_policy=shard_policy)
     with strategy.scope():
-        model = build_model(params.model.arch, params.data.image_size, len(images.class_names),
+        model = build_network(params.model.arch, params.data.image_size, len(images.class_names),
                             batchnorm=params.model.batchnorm)
         optimizer = make_optimizer(params.train.optimizer, params.train.learning_rate)
         if params.train.mixed_precision and variant.loop == "custom":
