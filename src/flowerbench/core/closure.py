@@ -17,7 +17,7 @@ PKG = "flowerbench"
 
 
 def _module_file(package_dir: Path, dotted: str) -> str | None:
-    """'train' -> 'train.py', 'commands.train' -> 'commands/train.py', a package -> its __init__.py."""
+    """'core.io' -> 'core/io.py', 'commands.train' -> 'commands/train.py', a package -> its __init__.py."""
     base = package_dir.joinpath(*dotted.split("."))
     for cand in (base.with_suffix(".py"), base / "__init__.py"):
         if cand.exists():

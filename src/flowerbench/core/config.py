@@ -26,7 +26,7 @@ VARIANT_NAME = r"^[a-z][a-z0-9_]{0,63}$"
 MULTIWORKER_VARIANT = "multiworker_custom"
 VARIANTS_SHAPE = "variants: {single_fit: {loop: fit, replicas: 1}, ...}"
 # `replicas: auto` (and multiworker.workers: auto): the largest N <= the blog's 4 GPUs for which
-# N x train.cores_per_replica fits the usable cores (budget.py resolves it at run time).
+# N x train.cores_per_replica fits the usable cores (training/placement.py resolves it at run time).
 AUTO_MAX_REPLICAS = 4
 # The blog's three timed runs (report.blog_seconds may give only these).
 BLOG_RUNS = ("single_fit", "mirrored_fit", "mirrored_custom")
@@ -82,7 +82,7 @@ Replicas = Union[Annotated[int, Field(ge=1, le=64)], Literal["auto"]]
 class TrainParams(_Section):
     batch_size_per_replica: int = Field(32, ge=1, le=4096)
     # CPU hosts: the cores each replica owns (affinity mask); N replicas get N x this, the
-    # single-replica baselines one replica's share (budget.py)
+    # single-replica baselines one replica's share (training/placement.py)
     cores_per_replica: int = Field(1, ge=1, le=256)
     warmup_epochs: int = Field(1, ge=0, le=100)
     epochs: int = Field(3, ge=1, le=1000)
@@ -96,7 +96,7 @@ class TrainParams(_Section):
     steps_per_execution: int = Field(1, ge=1, le=1000)
     # custom loop: epoch = the whole epoch in one tf.function (the blog); step = one per batch
     custom_graph: Literal["epoch", "step"] = "step"
-    # custom loop, custom_graph=step: global batches per tf.function call, unrolled (loops.py); fit()
+    # custom loop, custom_graph=step: global batches per tf.function call, unrolled (training/loops.py); fit()
     # has steps_per_execution, refused at >= 2 replicas (keras-team/keras#19246)
     custom_steps_per_call: int = Field(1, ge=1, le=1000)
     # time every step too (one host sync per step): results gain step_seconds and harness_ratio
@@ -150,7 +150,7 @@ HEADLINE = ("single_fit", "mirrored_fit", "single_custom", "mirrored_custom")
 
 
 class RoundsParams(_Section):
-    """The headline rounds (stage `rounds`, measure.py, engine 2): the headline variants, each its own
+    """The headline rounds (stage `rounds`, measuring/scheduler.py, engine 2): the headline variants, each its own
     process, held after its warm-up and released one timed epoch at a time, cycling through the round;
     `count` rounds, a Williams square of the headline's 4 variants every 4 rounds."""
     count: int = Field(4, ge=1, le=100)
@@ -167,7 +167,7 @@ class RoundsParams(_Section):
 
 
 class SecondaryParams(_Section):
-    """The secondary rounds (stage `secondary`, measure.py, engine 1): every variant not in
+    """The secondary rounds (stage `secondary`, measuring/scheduler.py, engine 1): every variant not in
     rounds.headline, beside the baselines it is compared with (params.secondary_variants), in
     sequential rounds of their own; rounds.busy_share, order_seed and process_deadline_s apply."""
     count: int = Field(3, ge=1, le=100)

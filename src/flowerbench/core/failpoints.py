@@ -12,10 +12,10 @@ The contract (tests/faults/ and tests/test_multiworker.py use it; nothing else m
 
 Points (`checkpoint(name)`), where they fire:
     <stage>-start        a stage's entry, its params loaded (host-, fetch-, train-, report-, worker-,
-                         launch-, terms-, probe-start, ...: entry.py)
-    after-first-epoch    training, after the first timed epoch (loops.py)
+                         launch-, terms-, probe-start, ...: core/entry.py)
+    after-first-epoch    training, after the first timed epoch (training/loops.py)
     mid-write            io.atomic_write: the temporary file is written, the target not yet replaced
-    process-recorded     the rounds stage (measure.py): a process's result and load are recorded
+    process-recorded     the rounds stage (measuring/scheduler.py): a process's result and load are recorded
     fetch-swapped        fetch: the new data is in place, its manifest not yet
 A kill or pause prints `[failpoint] <action> at <point>` on stderr first, for the test to wait on.
 """

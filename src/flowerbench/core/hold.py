@@ -1,6 +1,6 @@
 """Held processes: a training process that waits, warmed up, until the scheduler releases one epoch.
 
-The measuring engine (measure.py, engine 2) starts a round's processes two at a time; each warms up,
+The measuring engine (measuring/scheduler.py, engine 2) starts a round's processes two at a time; each warms up,
 then blocks before every timed epoch until the scheduler says `go`, so the scheduler can release one
 epoch of one process at a time, with nothing else running, and cycle through the round's processes.
 A slow minute of the host then lands on every arm of the round alike (benchmarks/interleave.py

@@ -234,7 +234,7 @@ GPU_DEVICE_NODES = ("/dev/nvidia*", "/dev/kfd", "/dev/dxg")
 
 def no_gpu_device() -> bool:
     """True when this host has no GPU device node at all, so TensorFlow cannot see a GPU: known
-    without starting it (~6 s).  False means a GPU may be there: ask TensorFlow (devices.py)."""
+    without starting it (~6 s).  False means a GPU may be there: ask TensorFlow (training/devices.py)."""
     import glob
 
     return not any(glob.glob(pattern) for pattern in GPU_DEVICE_NODES)

@@ -24,13 +24,13 @@ class OutputError(OSError):
     """An output could not be written (one line naming the path)."""
 
 
-_held: list[int] = []          # signals that arrived while an atomic write held them (entry.py)
+_held: list[int] = []          # signals that arrived while an atomic write held them (core/entry.py)
 _holding = [0]
 
 
 @contextmanager
 def signals_held():
-    """A block that SIGINT and SIGTERM do not cut: the command's handler (entry.py) sees `holding()`,
+    """A block that SIGINT and SIGTERM do not cut: the command's handler (core/entry.py) sees `holding()`,
     notes the signal and returns; it is delivered again as the block ends."""
     _holding[0] += 1
     try:

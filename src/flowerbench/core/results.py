@@ -20,9 +20,9 @@ from flowerbench.core.records import read_record
 
 # 6: the process's CPU time over the timed windows (epoch_cpu_seconds, repeat_cpu_seconds) and the
 # speed index measured before training (speed_index, host.speed_index); `host` of host schema 2.
-# 5: the core budget (budget.py): budget_kind, cores_per_replica, budget_cores, budget_affinity,
+# 5: the core budget (training/placement.py): budget_kind, cores_per_replica, budget_cores, budget_affinity,
 # usable_cores; readback (the mask and thread pools read back in the process).
-# 4: `host`, the host description (host.py) of the machine that measured the run; the report
+# 4: `host`, the host description (core/host.py) of the machine that measured the run; the report
 # compares it with the machine it is rendered on.
 # 3: data.pipeline `synthetic` renamed `tensors` (the stand-in data set alone is "synthetic").
 # 2: the multi-worker worker writes the same record as `train` (optimizer_class, dtype_policy,

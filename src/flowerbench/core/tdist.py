@@ -1,6 +1,6 @@
 """Student's t, computed (regularised incomplete beta, bisection), not read from a table, and the
-median-mean-interval summary the terms stage writes.  Pure arithmetic: imported by stats.py (the
-analysis) and by terms.py (a measuring stage), so that neither stage's code holds the other's.
+median-mean-interval summary the terms stage writes.  Pure arithmetic: imported by analysis/stats.py (the
+analysis) and by perfmodel/terms.py (a measuring stage), so that neither stage's code holds the other's.
 """
 
 from __future__ import annotations

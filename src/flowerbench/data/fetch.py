@@ -7,7 +7,7 @@ Sources:
              resume of a `.part` file), verify size and sha256, then extract.
   archive    a `flower_photos.tgz` the user already has at `data.archive_path`
              (same verification).
-  synthetic  the generated stand-in (see standin.py), labelled as such.
+  synthetic  the generated stand-in (see data/standin.py), labelled as such.
   auto       archive if present, else download if the URL answers within
              `data.probe_timeout_s`, else synthetic.  The choice is printed and
              recorded in the manifest; every later artefact carries it.

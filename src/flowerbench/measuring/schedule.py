@@ -12,8 +12,8 @@ for each measurement unless set, recorded here and reused when a measurement res
 training seed: with one fixed seed every 3-round measurement ran the same three rows of the square.
 The one-replica runs rotate their core too (`first_core`).
 
-This module is what measure.py (the measuring stage) imports; reading the rounds back and estimating
-from them is rounds.py, which no measured process imports (an analysis edit re-measures nothing).
+This module is what measuring/scheduler.py (the measuring stage) imports; reading the rounds back and estimating
+from them is analysis/rounds.py, which no measured process imports (an analysis edit re-measures nothing).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ READABLE_SCHEMAS = (1, 2, 3)
 # The measuring engine's version: how the processes are started, ordered and timed.  Variances are
 # pooled only over measurements of one engine (and one host identity, stats.random_effects); 0 is a
 # schedule of schema 1, written before engines were numbered.  1: sequential, each process from start
-# to exit; 2: held, the round's processes warmed two at a time and released one epoch at a time (hold.py).
+# to exit; 2: held, the round's processes warmed two at a time and released one epoch at a time (core/hold.py).
 ENGINE = 1
 HELD_ENGINE = 2
 
@@ -102,7 +102,7 @@ class Schedule(BaseModel):
 
     schema_version: int
     engine: int                # ENGINE of the code that measured (0: unknown, schema 1)
-    fingerprint: str           # params, code, data and host it was planned for (measure.fingerprint)
+    fingerprint: str           # params, code, data and host it was planned for (scheduler.fingerprint)
     seed: int                  # the training seed the processes ran with
     order_seed: int            # the order's shuffle (rounds.order_seed, or drawn for this measurement)
     count: int

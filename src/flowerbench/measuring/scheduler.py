@@ -10,7 +10,7 @@ results/<stage>/rKK/V.json --first-core K` (the one-replica runs move across the
 round), or the multi-worker launcher for `multiworker_custom`.  Two ways to run a round:
 
   held (engine 2, the headline)   the round's processes start two at a time, each pinned to the cores
-      it is timed on, and warm up; each then blocks (hold.py) before every timed epoch.  With all of
+      it is timed on, and warm up; each then blocks (core/hold.py) before every timed epoch.  With all of
       the round held, the scheduler releases one epoch of one process at a time, nothing else
       running, cycling through the round in its order: a slow minute of the host lands on every arm
       alike.  At most one round is held at once (memory: ~8 GiB for the headline's four).  The load

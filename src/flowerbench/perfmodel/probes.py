@@ -1,6 +1,6 @@
 """The model's terms, each measured in a pinned process (`python -m flowerbench probe KIND`).
 
-The `terms` stage (terms.py) starts these children, pinned to the cores the runs
+The `terms` stage (perfmodel/terms.py) starts these children, pinned to the cores the runs
 they explain had, and reads the one JSON line each prints on stdout:
 
   * replica: one replica's training step (custom loop, in-memory tensors, the run's
@@ -8,11 +8,11 @@ they explain had, and reads the one JSON line each prints on stdout:
     one per replica's cores.  Each builds and traces its step, says `ready` (on
     stderr) and waits for a command on stdin.  The first gets `solo` while the
     others wait idle: it times its step alone and the input pipeline alone
-    (dataset.py, the run's image size, cache setting and batch: images/s), and says
+    (data/dataset.py, the run's image size, cache setting and batch: images/s), and says
     `ready` again.  Then all get `go` and time their steps at once (contention);
   * allreduce: the all-reduce of the model's gradients (one tensor per trainable
     variable, the model's real shapes) across N replicas, through the strategy's
-    own cross-device ops, as training builds it (devices.py); seconds per call.
+    own cross-device ops, as training builds it (training/devices.py); seconds per call.
     With TF_CONFIG set, the process is one worker of an N-worker job and the
     all-reduce crosses processes (MultiWorkerMirroredStrategy, as the launcher's);
   * mirrored: N replicas' step driven from one process (the custom loop's own

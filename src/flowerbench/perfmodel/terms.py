@@ -2,7 +2,7 @@
 
     python -m flowerbench terms [--params params.yaml]
 
-The model (predict.py, docs/model.md) explains an N-replica epoch from parts
+The model (perfmodel/judge.py, docs/model.md) explains an N-replica epoch from parts
 measured apart, with the settings of the runs it predicts (image size,
 per-replica batch, cache, c = train.cores_per_replica cores per replica), for
 every core-matched N from 2 to 4 that fits the host:
@@ -20,7 +20,7 @@ every core-matched N from 2 to 4 that fits the host:
 
 The compute per step is not measured here: it is the in-memory-tensors twin of
 each loop (variants single_fit_tensors, single_custom_tensors), a training run
-like the others.  The probes are processes of their own (probes.py), pinned
+like the others.  The probes are processes of their own (perfmodel/probes.py), pinned
 before TensorFlow starts, never sharing a core with another's work except the
 side-by-side steps (which is the point), and killed with their process groups at
 the stage's deadline.  The file is written at the end, atomically.

@@ -1,6 +1,6 @@
 """The schema of results/model-terms.json: what the `terms` stage writes and the performance model reads.
 
-The terms stage imports this and nothing of the analysis (judge.py, stats.py): a change to how a
+The terms stage imports this and nothing of the analysis (judge.py, analysis/stats.py): a change to how a
 prediction is judged must not re-measure the terms, nor void the held-out predictions frozen on the
 terms file's sha256.  Every reader takes the typed `Terms` (load_terms) and asks it for the terms at
 N replicas (`Terms.at`), never the raw dict.
@@ -14,7 +14,7 @@ from typing import Annotated, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-TERMS_SCHEMA = 1     # of results/model-terms.json (written by terms.py)
+TERMS_SCHEMA = 1     # of results/model-terms.json (written by perfmodel/terms.py)
 
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]

@@ -20,7 +20,7 @@ A worker of a multi-worker job (TF_CONFIG) is planned by `plan_workers`: one
 replica per worker process, kind `local_cpu_workers` / `local_gpu_workers` (or
 without `local_` on several hosts).  `make_strategy(plan)` is the one place that
 builds a strategy: the default one, MirroredStrategy, MultiWorkerMirroredStrategy.
-`tensorflow_gpus` is the one place that asks TensorFlow for GPUs (host.py asks the
+`tensorflow_gpus` is the one place that asks TensorFlow for GPUs (core/host.py asks the
 driver and the device nodes, for what must run without TensorFlow).
 
 Cores and threads come from the run's core budget (placement.py): its affinity
@@ -124,7 +124,7 @@ def import_tensorflow():
 
 def tensorflow_gpus(train: Optional[TrainParams] = None) -> list:
     """The GPUs TensorFlow sees ([] under train.device=cpu): the one place that asks TensorFlow.
-    (host.py asks the driver and the device nodes, for what must run without TensorFlow.)"""
+    (core/host.py asks the driver and the device nodes, for what must run without TensorFlow.)"""
     import tensorflow as tf
 
     return [] if train is not None and train.device == "cpu" else tf.config.list_physical_devices("GPU")

@@ -60,7 +60,7 @@ class LoopConfig:
     custom_graph: str = "epoch"
     step_timing: bool = False
     custom_steps_per_call: int = 1
-    # hold.Gate of a held process (measure.py, engine 2): each timed epoch waits for the scheduler's
+    # hold.Gate of a held process (measuring/scheduler.py, engine 2): each timed epoch waits for the scheduler's
     # `go` before its clock starts and reports its seconds after; the holds are left out of the
     # whole-call windows (repeat_wall_seconds, repeat_cpu_seconds).  None: nothing waits.
     gate: Optional[object] = None

@@ -4,7 +4,7 @@
 
 Resolves the variant on this host, starts the process (runtime.start: core
 budget and pin, TensorFlow, devices, strategy) and runs the shared training
-path (training.py).  The result is
+path (training/trainer.py).  The result is
 written atomically at the very end: an interrupted or failed run leaves no
 result file.
 """
@@ -53,7 +53,7 @@ def run(params: Params, variant_name: str, results_dir: Path = paths.RESULTS, ou
         f"{params.data.image_size}px, {params.train.warmup_epochs} warm-up + {params.train.epochs} timed epoch(s)")
     for note in plan.notes:
         log(variant.name, f"note: {note}")
-    gate = hold.from_env()             # held by the measuring engine (measure.py), or None
+    gate = hold.from_env()             # held by the measuring engine (measuring/scheduler.py), or None
     if gate is not None:
         log(variant.name, "held: each timed epoch waits for the scheduler's release")
     result, _ = train_variant(params, variant, rt.strategy, batches, images, rt.devices_record(), gate=gate)

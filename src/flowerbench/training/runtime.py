@@ -10,8 +10,8 @@ Every process that times something goes through `start`: the `train` stage, the
 multi-worker worker, the terms probes, and so the bench's runs of our code.  The
 order is fixed, because TensorFlow fixes things when it starts:
 
-  1. the host description (host.py, no TensorFlow) and the core ids to plan over;
-  2. the core budget (budget.plan) and the affinity mask (budget.pin), before
+  1. the host description (core/host.py, no TensorFlow) and the core ids to plan over;
+  2. the core budget (placement.plan) and the affinity mask (placement.pin), before
      TensorFlow is imported: its thread pools size themselves from the mask;
   3. TensorFlow imported (devices.import_tensorflow) with the environment it reads
      at start-up (oneDNN on, its C++ log level);

@@ -1,7 +1,7 @@
 """The one training path, shared by the `train` stage and the multi-worker worker.
 
 `train_variant(params, variant, strategy, ...)` builds the data, the model and
-the optimizer under the given strategy, runs the variant's loop (loops.py) and
+the optimizer under the given strategy, runs the variant's loop (training/loops.py) and
 returns the result record; the strategy (default, MirroredStrategy,
 MultiWorkerMirroredStrategy) is the only thing the callers choose.  `prepare`
 holds every check that can run before TensorFlow loads.  The result carries
