@@ -155,7 +155,7 @@ def _iv(point: float, low, high, spec: str = ".3f") -> str:
 
 def markdown(out: dict) -> str:
     pc, st = out["prediction"], out["settings"]
-    lines = [f"# The k-steps what-if, measured ({out['date']})",
+    return render.document(f"The k-steps what-if, measured ({out['date']})", [
              f"Host: {out['cpu_model']}, {out['usable_cores']} usable cores, no GPU (a CPU run: replicas are logical "
              f"CPU devices, never a GPU result). Data: {out['data_source']}. ResNet50, {st['images']} images at "
              f"{st['image_size']} px, batch {st['batch']} per replica ({out['steps_per_epoch_N']} steps per epoch at "
@@ -193,8 +193,7 @@ def markdown(out: dict) -> str:
                            for r in out["ours_over_blog"]]),
              "Whole-call seconds per run, geometric mean [95 % interval]:",
              render.table(["run", "seconds"], [[k, _iv(v["point"], v["low"], v["high"], ".2f")]
-                                               for k, v in out["call_seconds"].items()])]
-    return "\n\n".join(lines) + "\n"
+                                               for k, v in out["call_seconds"].items()])])
 
 
 def measure(a) -> int:

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 TINY_COUNTS = {"daisy": 6, "dandelion": 6, "roses": 6, "sunflowers": 6, "tulips": 6}
 
 
-# The measurement lock (hostlock.py) is host-wide; the tests' tiny measurements take one of their
+# The measurement lock (measuring/hostlock.py) is host-wide; the tests' tiny measurements take one of their
 # own, one per test process (each xdist worker sets its own), so that `make test` beside a reference
 # run never waits for it and the two workers' pipelines never wait for each other.
 _LOCK_DIR = tempfile.mkdtemp(prefix="flowerbench-test-lock-")

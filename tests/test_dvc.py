@@ -51,7 +51,7 @@ def test_dvc_yaml_outputs_match_paths_module():
     report = st["report"]
     assert _names(report["outs"]) == [str(paths.REPORT_MD), str(paths.REPORT_HTML), str(paths.FIGURES), str(paths.PLOTS)]
     assert _names(report["metrics"]) == [str(paths.METRICS)]
-    # git-tracked, and kept between runs so that an interrupted one resumes (measure.py)
+    # git-tracked, and kept between runs so that an interrupted one resumes (measuring/scheduler.py)
     assert st["rounds"]["outs"] == [{str(paths.ROUNDS): {"cache": False, "persist": True}}]
     assert st["secondary"]["outs"] == [{str(paths.SECONDARY): {"cache": False, "persist": True}}]
     assert st["secondary"]["deps"] == st["rounds"]["deps"]      # one runner, one closure (a YAML alias)

@@ -1,4 +1,4 @@
-"""Held-out settings (heldout.py): the settings file, one setting's prediction and its interval from
+"""Held-out settings (perfmodel/heldout.py): the settings file, one setting's prediction and its interval from
 the terms' own intervals, and the freeze check on a real git repository (no TensorFlow)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The held engine's scheduler (measure._held_round, hold.py) on small Python children that speak the
+"""The held engine's scheduler (measuring/scheduler._held_round, core/hold.py) on small Python children that speak the
 hold protocol: no TensorFlow, so the protocol itself is what is tested, in seconds.  The real held
 round of TensorFlow processes is tests/test_dvc.py's pipeline and the slow test below."""
 

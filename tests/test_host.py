@@ -85,7 +85,7 @@ def fake_machine(root: Path, family: int = 25, model: int = 17, extra: str = "av
                  mhz: str = "2595.124", bogo: str = "5190.24", micro: str = "a0011d1", l3: str = "32768K",
                  mem_kb: int = 24683772) -> dict[str, str]:
     """A /proc/cpuinfo, /proc/meminfo and cpu0's sysfs caches under `root`; -> the environment that
-    points host.py at them."""
+    points core/host.py at them."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "cpuinfo").write_text(CPUINFO.format(family=family, model=model, extra=extra, mhz=mhz, bogo=bogo,
                                                  micro=micro))

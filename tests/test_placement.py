@@ -1,4 +1,4 @@
-"""The core budget (budget.py), as pure arithmetic: what `replicas: auto` resolves to on hosts of
+"""The core budget (training/placement.py), as pure arithmetic: what `replicas: auto` resolves to on hosts of
 1, 2 and 8 cores (and with GPUs), which cores each run or worker gets, its threads and its kind."""
 
 from __future__ import annotations

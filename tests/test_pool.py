@@ -1,4 +1,4 @@
-"""The variance pool (pool.py): which committed references a run pools with (same host identity,
+"""The variance pool (analysis/pool.py): which committed references a run pools with (same host identity,
 engine and measured params; itself once), and what pooling does to an interval.  Fake rounds only."""
 
 from __future__ import annotations

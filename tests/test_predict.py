@@ -173,3 +173,24 @@ def test_the_dispatch_term_extends_the_in_process_runs_only():
     assert predict.scorecard(rows, "verdict_with_dispatch")["missed"] == ["multiworker_custom"]
     big = {**fake_terms(), "dispatch": fake_dispatch(0.1)}
     assert predictions(runs(repeats=[49.5, 50.0, 50.5]), big)[0]["verdict_with_dispatch"] == "MISSED"  # +21.5 %
+
+
+def test_every_caller_of_the_cpu_form_gives_the_same_seconds():
+    """The report's prediction, a held-out setting's point and the k-steps what-if at k = 1 go through
+    the one CPU form (perfmodel/forms.py) with the terms at N looked up once (Terms.at): on the same
+    inputs they give the same seconds, the form's own."""
+    from flowerbench.perfmodel.heldout import predict_setting
+    from flowerbench.perfmodel.ksteps import ksteps
+
+    terms = check_terms(fake_terms())
+    row = next(r for r in predictions(runs(repeats=[48.0, 50.0, 52.0]), fake_terms()) if r["role"] == "test")
+    s, rate, steps, epochs = row["step_seconds"], row["input_rate_per_core"], row["steps_per_epoch"], row["epochs"]
+    images = runs()[1].images_per_epoch
+    form = epochs * forms.cpu_epoch(steps, images, 2, 1, s, 1.25, 0.05, rate)["total"]
+    setting = predict_setting(terms, (s, s, s), (rate, rate, rate), replicas=2, cores_per_replica=1, steps=steps,
+                              images=images, epochs=epochs, dispatch=False)
+    what_if = ksteps(terms, s, replicas=2, cores_per_replica=1, steps=steps, images=images, epochs=epochs,
+                     input_rate=rate, ks=[1])
+    assert row["predicted_seconds"] == pytest.approx(form)
+    assert setting["seconds"] == setting["low"] == setting["high"] == pytest.approx(form)
+    assert what_if["by_k"]["1"]["seconds"] == pytest.approx(form)

@@ -517,13 +517,14 @@ def test_strong_scaling_has_no_measured_replica_step_to_diagnose_with(tmp_path):
     the diagnosis does not put the one in place of the other (that row says n/a, the mean leaves it out)."""
     import json as _json
 
+    from flowerbench.perfmodel import heldout as H
     from flowerbench.report import heldout as RH
 
     v = _heldout_files(tmp_path)
     pred = _json.loads((tmp_path / "predictions" / "heldout.json").read_text())
     pred["settings"]["strong"] = {**pred["settings"]["px64"], "overrides": {"train.scaling": "strong"}}
     rows = v["rows"] + [{**v["rows"][0], "setting": "strong"}]
-    diag = RH.diagnosis(rows, pred)
+    diag = H.diagnosis(rows, pred)
     assert [d["step_measured"] is None for d in diag] == [False, False, True]
     assert diag[2]["step_used"] == pytest.approx(diag[0]["step_used"])       # what the prediction used, still shown
     assert "| strong custom | 1.333 | n/a (strong scaling: the 1-replica run steps at the global batch) |" in (
@@ -595,7 +596,7 @@ def test_the_first_screen_is_the_answer_and_its_figure_then_one_line_of_labels(w
 
 
 def test_no_section_calls_a_stats_function_or_imports_another_section():
-    """The sections format what metrics.py (and the pool, the model) computed: from stats they import
+    """The sections format what analysis/metrics.py (and the pool, the model) computed: from stats they import
     constants only (the rule's words, the band), and from the report package only the shared cells."""
     import ast
 

@@ -1,12 +1,14 @@
-"""The report prints metrics.json's numbers, never numbers of its own: each number of the headline
-table, the opening sentence and the precision table is read back from report.md (by pattern, not
-by the report's own formatting code) and matched against metrics.json to the printed precision.
-(Issue 45 asks this of every number in the report; these are the sections a reader quotes.)"""
+"""The report prints metrics.json's numbers, never numbers of its own.  The sections a reader quotes
+(the headline table, the opening sentence, the precision table) are read back from report.md by
+pattern, each number matched against its own key; then every other number in the report is found
+in metrics.json at its printed precision (test_every_number_in_the_report_is_in_metrics_json)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +89,69 @@ def test_the_precision_table_prints_metrics_json(numbers):
         assert _close(row["half-width"].lstrip("±").rstrip(" %"), v["half_width_pct"])
         needed = row["rounds for ±10 %"]
         assert (needed == "n/a" and "rounds_needed" not in v) or int(needed) == v["rounds_needed"], row
+
+
+# --- every number -----------------------------------------------------------------------------------
+# What is not a number the analysis computed, and so need not be in metrics.json: a date or a time, a
+# commit or a digest, a version (the provenance's versions line), a number inside a name (r01, resnet50, V100, fp32), inside a code
+# span or a link's target (a params key, a command, a file), after a colon (a port of a device's
+# address), or written as such in a section's own prose (a citation's year, a stated target).
+SKIP = [r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:[+-]\d{2}:\d{2})?)?", r"\b\d{2}:\d{2}\b",
+        r"\b[0-9a-f]{12}\b", r"\b[0-9a-f]{40}\b", r"\b[0-9a-f]{64}\b", r"\b\d+(?:\.\d+){2,}\b", r"`[^`]*`",
+        r"\]\([^)]*\)", r"[A-Za-z_][\w.-]*\d[\w.]*", r"\d+[A-Za-wyz_]\w*", r":\d+", r"versions: [^\n]*"]
+TOKEN = re.compile(r"(?<![\d.])([+\-−]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?")
+UNITS = (1, 100, 1000, 1e-6)    # as stored; a share in %; seconds in ms; parameters in M
+
+
+def leaves(x) -> list[float]:
+    if isinstance(x, dict):
+        return [v for y in x.values() for v in leaves(y)]
+    return [float(x)] if isinstance(x, (int, float)) else []
+
+
+def prose_numbers() -> set[str]:
+    """The numbers written in the report's own code as text (string constants and the literal parts
+    of f-strings): a section's words, not a result."""
+    out = set()
+    for path in (Path(__file__).resolve().parents[1] / "src" / "flowerbench" / "report").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                out |= {m.group(2) + (m.group(3) or "") for m in TOKEN.finditer(node.value)}
+    return out
+
+
+def unmatched(md: str, metrics: dict) -> list[str]:
+    """The numbers of `md` (outside SKIP) that no value of `metrics`, in one of the UNITS, rounds to."""
+    values = leaves(metrics)
+    prose = prose_numbers()
+    text = re.sub("|".join(SKIP), " ", md)
+    out = []
+    for m in TOKEN.finditer(text):
+        sign, whole, frac = m.groups()
+        printed = whole.replace(",", "") + (frac or "")
+        if printed in prose:
+            continue
+        x = float(printed) * (-1 if sign in "-−" and sign else 1)
+        tol = 0.5 * 10 ** -len(frac[1:] if frac else "") + 1e-9
+        if not any(abs(v * u - x) <= tol or abs(abs(v * u) - abs(x)) <= tol for v in values for u in UNITS):
+            out.append(text[max(0, m.start() - 50):m.end() + 10].replace("\n", " "))
+    return out
+
+
+def test_every_number_in_the_report_is_in_metrics_json(numbers):
+    md, metrics = numbers
+    assert unmatched(md, metrics) == []
+
+
+def test_the_committed_report_prints_only_the_committed_metrics():
+    """The same on main's report.md and metrics.json (the reference run: real rounds, terms, held-out
+    rows and the blog's model)."""
+    repo = Path(__file__).resolve().parents[1]
+    md = (repo / "reports" / "report.md").read_text()
+    assert unmatched(md, json.loads((repo / "reports" / "metrics.json").read_text())) == []
+
+
+def test_a_number_the_metrics_do_not_hold_is_caught(numbers):
+    md, metrics = numbers
+    got = unmatched(md + "\nA new sentence: 123.457 s over 98765.4 images.\n", metrics)
+    assert len(got) == 2 and "123.457" in got[0] and "98765.4" in got[1]

@@ -1,4 +1,4 @@
-"""Held-out validation (validate.py): a setting's workspace params, the verdicts and null models on
+"""Held-out validation (perfmodel/validate.py): a setting's workspace params, the verdicts and null models on
 recorded rounds, the refusals of the freeze, and (slow) predict-heldout then validate for real on
 tiny data in a git repository: probes, the commit, the rounds, the report."""
 

@@ -22,7 +22,7 @@
 
 The pipeline's commands live in flowerbench/commands/ (dvc.yaml runs them as
 `python -m flowerbench.commands.<stage>`, so no stage depends on this file); the
-tools the Makefile runs around the pipeline are here.  Exit codes: entry.py.
+tools the Makefile runs around the pipeline are here.  Exit codes: core/entry.py.
 """
 
 from __future__ import annotations

@@ -136,7 +136,7 @@ STEP = 57.6 / (4 * 58)
 
 
 def fake_terms(factor: float = 1.25, allreduce_s: float = 0.05, rate: float = 1000.0) -> dict:
-    """A complete results/model-terms.json for N = 2 (the shape terms.py writes)."""
+    """A complete results/model-terms.json for N = 2 (the shape perfmodel/terms.py writes)."""
     return {"schema_version": TERMS_SCHEMA, "cpu_model": "Test CPU", "cores_per_replica": 1,
             "started_at": "2026-12-04T09:00:00+00:00", "replicas": [2],
             "input": {"median_rate": rate, "interval_rate": [rate * 0.9, rate * 1.1], "images": 3670,

@@ -22,7 +22,7 @@ stats.tost on the log of B's ratio over A's, in a band of +-BAND_PCT (symmetric 
 
 "Reproduces on every ratio" is an intersection of tests and needs no correction.  Beside each: whether
 the (uncorrected) 95 % interval excludes 1, a detectable shift.  The standard error comes from the
-within-run variance pooled (pool.py) over A, B and the committed references of their kind when A and B
+within-run variance pooled (analysis/pool.py) over A, B and the committed references of their kind when A and B
 are of one host identity, engine and params; otherwise each side keeps its own pool (Welch).  The
 between-run component is reported.  Absolute seconds are not compared (they differ between machines).
 Writes reports/ab.md and reports/ab.json; exit 0 when every ratio reproduces, 1 otherwise.

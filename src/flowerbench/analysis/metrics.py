@@ -1,7 +1,11 @@
 """The report's numbers, computed from results alone: no files, no figures, no text.
 
-Speedup, reduction and scaling efficiency per variant, the input-pipeline ceiling, the tidy per-epoch
-table, the `dvc plots` data and the numbers-only `reports/metrics.json`.
+Speedup, reduction and scaling efficiency per variant, the variance split, the rounds' facts (their
+minutes, orders, busy processes), the input-pipeline ceiling, the tidy per-epoch table, the `dvc
+plots` data and the numbers-only `reports/metrics.json`, which holds every number the report prints
+(metrics_file; tests/test_report_numbers.py reads each one back).  The report's sections take their
+numbers and their vocabulary (the rule's words, the interval levels) from here and import no
+statistics of their own.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from flowerbench.analysis import stats as S
 from flowerbench.analysis.estimators import CHOSEN
 from flowerbench.analysis.pool import Pool
 from flowerbench.core.results import CoreKind, Result
+# the vocabulary the sections print beside these numbers (the one rule's words, its levels, the estimator)
+from flowerbench.analysis.estimators import SETTLE_TOLERANCE, WORDS as ESTIMATOR_WORDS  # noqa: F401
+from flowerbench.analysis.stats import CONFIDENCE, EQUIVALENCE_PCT, FASTER, SLOWER, UNDECIDED  # noqa: F401
 
 # Params that must agree between results for their timings to be comparable.
 COMPARABLE = ("seed", "data", "model", "train")
@@ -73,7 +80,9 @@ def compute_metrics(results: list[Result], baseline: str, rounds, pool=None) -> 
                              "held": all(p.held for p in home.schedule.processes if p.variant == r.variant),
                              "timed_seconds": t.point, "timed_seconds_ci_low": t.low,
                              "timed_seconds_ci_high": t.high, "timed_seconds_df": t.dof,
-                             "images_per_second": r.images_per_epoch * r.epochs / t.point}
+                             "images_per_second": r.images_per_epoch * r.epochs / t.point,
+                             "global_batch_size": r.global_batch_size,
+                             "final_loss": r.final_loss, "final_accuracy": r.final_accuracy}
         vs = S.Estimate.itself(len(secs)) if r.variant == baseline else ratio(baseline, r.variant)
         m.update(_ratio("speedup_vs_baseline", vs), speedup_vs_baseline_df=vs.dof)
         m.update(reduction_vs_baseline_pct=(1 - 1 / vs.point) * 100,
@@ -112,7 +121,7 @@ def pathological(single: Result) -> bool:
 
 
 def own_pool(rounds, pool=None) -> Pool:
-    """`pool`, or this run alone: the one source of every interval's spread (pool.py)."""
+    """`pool`, or this run alone: the one source of every interval's spread (analysis/pool.py)."""
     return pool if pool is not None else Pool([rounds], ["this run"])
 
 
@@ -207,12 +216,68 @@ def variance_split(rounds, results: list[Result], baseline: str, target_pct: flo
         needed = [x["rounds_needed"] for x in ratios.values()
                   if x["rounds_needed"] and x["targeted"] and x["part"] == where]
         counts[key] = max(needed) if needed else None
+    removed = [x["removed_pct"] for x in ratios.values() if x.get("removed_pct") is not None]
+    cpu_wall = [(x["cpu_log_sd"], x["own_log_sd"]) for x in ratios.values()
+                if x.get("cpu_log_sd") is not None and x.get("own_log_sd")]
     return {"per_variant": per_variant, "pooled": pooled, "ratios": ratios, "target_pct": target_pct,
+            "pairing_removed_pct": None if not removed else {
+                "median": statistics.median(removed), "min": min(removed), "max": max(removed), "ratios": len(removed)},
+            "cpu_against_wall": None if not cpu_wall else {
+                "ratios": len(cpu_wall), "cpu_smaller": sum(c < w for c, w in cpu_wall),
+                "cpu_median_sd": statistics.median(c for c, _ in cpu_wall),
+                "wall_median_sd": statistics.median(w for _, w in cpu_wall)},
             "estimator": CHOSEN, "cpu_recorded": cpu, "t_two_rounds": S.t975(1),
             "pool": None if given is None else {"runs": len(pool.runs), "names": pool.names,
                                                "left_out": pool.left_out, "identity_known": pool.identity_known,
                                                "words": pool.describe()},
             "costs_seconds": {"epoch": epoch_s, "repeat_call": call_s, "process": process_s}, "counts": counts}
+
+
+def round_minutes(part) -> list[float]:
+    """Each round's wall minutes in one part: from its first process's start to its last one's end (a
+    held round's processes overlap; a sequential round's follow each other)."""
+    from datetime import datetime
+
+    out = []
+    s = part.schedule
+    for k in range(1, s.count + 1):
+        ps = [p for p in s.processes if p.round == k]
+        starts = [datetime.fromisoformat(p.started_at).timestamp() for p in ps]
+        out.append((max(t + p.wall_seconds for t, p in zip(starts, ps)) - min(starts)) / 60)
+    return out
+
+
+def rounds_facts(rounds) -> dict[str, dict]:
+    """Per part (headline, secondary): its rounds, variants and complete Williams squares, its order
+    and training seeds, each round's minutes with their range, sum and mean, the busy processes."""
+    out = {}
+    for name, part in zip(("headline", "secondary"), rounds.parts):
+        s, minutes = part.schedule, round_minutes(part)
+        out[name] = {"rounds": s.count, "variants": len(s.variants),
+                     "complete_squares": s.count // len(s.variants) if s.variants else 0,
+                     "order_seed": s.order_seed, "seed": s.seed, "usable_cores": s.usable_cores,
+                     "busy_share": s.busy_share, "processes": len(s.processes),
+                     "busy_processes": sum(p.busy for p in s.processes),
+                     "minutes": minutes, "minutes_min": min(minutes), "minutes_max": max(minutes),
+                     "minutes_total": sum(minutes), "minutes_mean": sum(minutes) / len(minutes)}
+    return out
+
+
+def run_facts(results: list[Result], metrics: dict, processes: list[Result]) -> dict[str, Any]:
+    """What describes the run as a whole: its settings, its host's cores, how far the blog's timing
+    window strays from ours at most, and the speed index every process (`processes`: every round's)
+    measured before training."""
+    r0 = results[0]
+    windows = [m["whole_call_over_epochs"] for m in metrics.values()]
+    speeds = [r.speed_index["gflops"] for r in processes if r.speed_index]
+    return {"variants": len(results), "image_size": r0.image_size, "images_per_epoch": r0.images_per_epoch,
+            "batch_size_per_replica": r0.batch_size_per_replica, "warmup_epochs": r0.warmup_epochs,
+            "epochs": r0.epochs, "usable_cores": r0.usable_cores, "cores_per_replica": r0.cores_per_replica,
+            "whole_call_max_excess_pct": (max(windows) - 1) * 100,
+            "speed_index_gflops": None if not speeds else {
+                "median": statistics.median(speeds), "min": min(speeds), "max": max(speeds), "processes": len(speeds),
+                **{k: v for k, v in next(r.speed_index for r in processes if r.speed_index).items()
+                   if k in ("matrix", "seconds")}}}
 
 
 def process_costs(rounds) -> list[float]:
@@ -258,8 +323,11 @@ def comparisons(rounds, results: list[Result], metrics: dict, pool=None) -> dict
     out: dict[str, dict] = {}
     fit, custom = single_files(results)
     if fit and custom:
-        out["loops_on_one_replica"] = _cmp(pool.paired(fit.variant, custom.variant), fit=fit.variant,
-                                           custom=custom.variant)
+        c = _cmp(pool.paired(fit.variant, custom.variant), fit=fit.variant, custom=custom.variant)
+        # its reciprocal too (custom's time over fit's), the interval turned round with it: the confounders say it so
+        out["loops_on_one_replica"] = {**c, "inverse": 1 / c["point"],
+                                       "inverse_low": None if c["high"] is None else 1 / c["high"],
+                                       "inverse_high": None if c["low"] is None else 1 / c["low"]}
     runs = [r for r in results if r.replicas > 1 and r.pipeline == "files"
             and metrics[r.variant].get("scaling_efficiency") is not None]
     by_loop: dict = {}
@@ -371,11 +439,26 @@ def plots_data(df) -> dict[str, str]:
             paths.WARMUP_PLOT.name: warm.to_csv(index=False, float_format="%.6f")}
 
 
+def numbers_tree(x: Any) -> Any:
+    """`x` with numbers only, for metrics.json: dicts keep their numeric leaves (nested), a list
+    becomes a dict keyed by position from 1 (`dvc metrics show` drops lists), booleans become 0/1,
+    floats are rounded to 6 places; strings and None are dropped (None when nothing is left)."""
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, (int, float)):
+        return round(x, 6) if isinstance(x, float) else x
+    items = x.items() if isinstance(x, dict) else enumerate(x, start=1) if isinstance(x, (list, tuple)) else ()
+    out = {str(k): v for k, v in ((k, numbers_tree(v)) for k, v in items) if v is not None}
+    return out or None
+
+
 def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings: list[str],
                  model: list[dict] = (), variance: dict | None = None, heldout: dict | None = None,
-                 compared: dict | None = None) -> dict:
+                 compared: dict | None = None, shown: dict | None = None) -> dict:
     """reports/metrics.json: numbers only, nested by name (`dvc metrics show` drops lists and
-    strings); the labels and the warnings' text are in the report."""
+    strings); the labels and the warnings' text are in the report.  `shown`: the other structures
+    the report prints numbers from (the run's and its rounds' facts, the terms, the held-out rows,
+    the blog's model), each as numbers_tree."""
     def numbers(d: dict) -> dict:
         return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items()
                 if isinstance(v, (int, float)) and not isinstance(v, bool)}
@@ -387,7 +470,7 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
     return {"variants": {name: with_codes(m) for name, m in metrics.items()},
             "blog_audit": {a["variant"]: numbers(a) for a in audit},
             "input_ceiling": {c["tensors"]: numbers(c) for c in ceiling},
-            "model": {r["variant"]: {**numbers(r), "verdict_code": r["verdict_code"],
+            "model": {r["variant"]: {**numbers_tree(r), "verdict_code": r["verdict_code"],
                                      **({"verdict_with_dispatch_code": r["verdict_with_dispatch_code"]}
                                         if "verdict_with_dispatch" in r else {}),
                                      **{f"null_{k}_error_pct": round(x["error_pct"], 6)
@@ -397,11 +480,20 @@ def metrics_file(metrics: dict, audit: list[dict], ceiling: list[dict], warnings
                 **{f"{level}_sd_pct": c["sd_pct"] for level, c in variance["pooled"].items()
                    if c["sd_pct"] is not None},
                 **{name.replace(" ", "_"): numbers(x) for name, x in variance["ratios"].items()},
-                **{f"chosen_{k}": v for k, v in variance["counts"].items() if v is not None}},
+                **{f"chosen_{k}": v for k, v in variance["counts"].items() if v is not None},
+                **(numbers_tree({"costs_seconds": variance["costs_seconds"], "target_pct": variance["target_pct"],
+                                 "pairing_removed_pct": variance["pairing_removed_pct"],
+                                 "cpu_against_wall": variance["cpu_against_wall"],
+                                 "t_two_rounds": variance["t_two_rounds"],
+                                 "components": {k: {"variants": c["variants"]} for k, c in variance["pooled"].items()},
+                                 "pooled_runs": (variance["pool"] or {}).get("runs")}) or {})},
             "heldout": {} if heldout is None else {
                 **numbers(heldout), "missed": len(heldout["missed"]), "undetermined": len(heldout["undetermined"]),
                 **{f"null_{k}_mae_pct": round(x, 6) for k, x in heldout["null_mae_pct"].items() if x is not None},
                 "beats_nulls": int(heldout["beats_nulls"])},
             "comparisons": {k: {**numbers(x), "verdict_code": VERDICT_CODE[x["verdict"]]}
                             for k, x in (compared or {}).items()},
+            "rules": {"confidence_pct": CONFIDENCE * 100, "equivalence_pct": EQUIVALENCE_PCT,
+                      "settle_tolerance_pct": SETTLE_TOLERANCE * 100},
+            **{k: numbers_tree(v) or {} for k, v in (shown or {}).items()},
             "warnings": len(warnings)}

@@ -2,7 +2,7 @@
 
 A round runs every variant once, each as its own process (the core mask, the thread pools and
 the logical devices are fixed when TensorFlow starts, so variants cannot share one), in the order
-schedule.py plans; measure.py runs them.  This module is what the report, the A/B and validate read,
+measuring/schedule.py plans; measuring/scheduler.py runs them.  This module is what the report, the A/B and validate read,
 and no measured process imports it (an edit here re-measures nothing):
 
     results/rounds/schedule.json        the plan and the record of every process (schedule.Schedule)

@@ -30,6 +30,11 @@ def table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     return "\n".join(lines)
 
 
+def document(title: str, blocks: Iterable[str]) -> str:
+    """A Markdown document: `# title`, then each non-empty block, a blank line between."""
+    return "\n\n".join([f"# {title}", *(b for b in blocks if b)]) + "\n"
+
+
 def banner(text: str) -> str:
     return f"> **{text}**"
 

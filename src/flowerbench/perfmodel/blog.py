@@ -122,6 +122,7 @@ def hypotheses(blog_seconds: dict[str, float], model_out: dict, tie: float) -> d
     if fit is not None and custom is not None:
         ratio = fit / custom
         out["fit_over_custom"] = ratio
+        out["fit_slower_pct"] = (ratio - 1) * 100
         out["ratio_is_a_tie"] = abs(ratio - 1.0) * 100.0 <= tie
         # input-bound predicts a ratio of 1; dispatch-bound predicts fit slower: both hold when the
         # measured ratio is a tie with 1, only dispatch when it is not
@@ -129,3 +130,26 @@ def hypotheses(blog_seconds: dict[str, float], model_out: dict, tie: float) -> d
             r["input_explains"] for r in out["runs"].values())
         out["dispatch_bound_consistent"] = ratio >= 1.0 and out["runs"]["mirrored_custom"]["compute_explains"]
     return out
+
+
+def explained(blog_seconds: dict[str, float], m, test_errors_pct: list[float]) -> dict:
+    """The blog's 4-GPU run explained (what the report's section shows): the GPU form's rows (model),
+    the tie rule from this host's test errors (tie_pct) and the two hypotheses judged by it."""
+    out = model(blog_seconds, m)
+    tie = tie_pct(test_errors_pct)
+    compute = list(out["compute_link_seconds"].values())
+    floor = max(compute)
+    blog_n = out["blog_implied_images_per_second"]
+    names = sorted(blog_n, key=lambda k: blog_seconds[k])
+    rates = m.blog_input_images_per_second
+    return {"model": out, "tie_pct": tie, "hypotheses": hypotheses(blog_seconds, out, tie),
+            # the compute + all-reduce floor against the blog's N-GPU times, and their decoding rates
+            "floor_seconds": (min(compute), floor), "runs": names,
+            "floor_gap_pct": {k: (floor - blog_seconds[k]) / blog_seconds[k] * 100 for k in names},
+            "floor_explains": [k for k in names if blog_seconds[k] <= (1 + tie / 100.0) * floor],
+            "pipeline_rates": (min(rates.values()), max(rates.values())),
+            "rates_within_pipeline": all(min(rates.values()) <= blog_n[k] <= max(rates.values()) for k in names),
+            # this host's test errors, nearest and furthest from zero (how sure the model is)
+            "test_errors_pct": None if not test_errors_pct else (min(test_errors_pct, key=abs),
+                                                                 max(test_errors_pct, key=abs),
+                                                                 min(test_errors_pct), max(test_errors_pct))}

@@ -40,8 +40,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from flowerbench.core import paths
 from flowerbench.core.io import atomic_write
 from flowerbench.core.records import yaml_position
+from flowerbench.core.render import table
 from flowerbench.perfmodel.forms import cpu_seconds
-from flowerbench.perfmodel.judge import MAE_TARGET_PCT, MAX_TARGET_PCT, scorecard
+from flowerbench.perfmodel.judge import MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED, scorecard
 from flowerbench.perfmodel.termsfile import Terms
 
 PREDICTIONS_SCHEMA = 1
@@ -49,6 +50,7 @@ PREDICTIONS = Path("predictions") / "heldout.json"                 # `make predi
 VALIDATION = Path("reports") / "validation" / "validation.json"    # `make validate`: the runs that judge them
 HELDOUT = Path("heldout.yaml")
 WORK = Path(".dvc") / "tmp" / "heldout"       # a workspace per setting
+OVERHEADS = ("allreduce", "dispatch")   # the terms N replicas add to one replica's step
 
 
 class HeldOutError(ValueError):
@@ -235,6 +237,110 @@ def frozen(path: Path, repo: Path) -> dict:
     commit = git("log", "-1", "--format=%H", "--", rel).stdout.strip()
     head = git("rev-parse", "HEAD").stdout.strip()
     return {"predictions_sha256": sha256(path), "predictions_commit": commit, "head": head}
+
+
+def overheads(rows: list[dict], predictions: dict) -> list[dict]:
+    """Per setting and loop (by loop, then setting): the share of the predicted epoch that N replicas
+    add (all-reduce and dispatch, carried over from the reference), and the measured 1-replica run's
+    time (same rounds) over the N-replica time, predicted and measured."""
+    out = []
+    for r in sorted(rows, key=lambda r: (r["loop"], r["setting"])):
+        p = predictions["settings"][r["setting"]]["predictions"][r["loop"]]
+        single = r["nulls"]["no_speedup"]["predicted_seconds"]
+        out.append({"label": label(r), "share_pct": sum(p["terms_seconds"][k] for k in OVERHEADS) / p["seconds"] * 100.0,
+                    "predicted_speedup": single / r["predicted_seconds"],
+                    "measured_speedup": single / r["measured_seconds"]})
+    return out
+
+
+def diagnosis(rows: list[dict], predictions: dict) -> list[dict]:
+    """Which part missed, after the fact (never a prediction): the setting's one-replica step as the
+    frozen prediction used it (the probe's, times the loop's factor) against the step of the 1-replica
+    run of the same loop in the same rounds (its seconds over epochs x steps, the cached input
+    included), and the N-replica form evaluated again with that measured step, every carried-over
+    term (contention, all-reduce, dispatch) and the input term unchanged."""
+    out = []
+    for r in rows:
+        s = predictions["settings"][r["setting"]]
+        p = s["predictions"][r["loop"]]
+        t, kappa = p["terms_seconds"], p["carried"]["contention"]
+        epochs, steps_n = s["epochs"], s["steps_per_epoch"]
+        used = t["compute"] / (epochs * steps_n * kappa)
+        if s["overrides"].get("train.scaling") == "strong":
+            # its 1-replica run steps at the global batch, each replica at 1/N of it: no step of the
+            # replica's batch was measured in these rounds, so there is nothing to put in its place
+            out.append({"label": label(r), "step_used": used, "step_measured": None})
+            continue
+        measured = r["nulls"]["no_speedup"]["predicted_seconds"] / (epochs * -(-s["images"] // s["probe"]["batch"]))
+        again = epochs * steps_n * kappa * measured + t["allreduce"] + t["input"] + t["dispatch"]
+        out.append({"label": label(r), "step_used": used, "step_measured": measured,
+                    "step_error_pct": (used / measured - 1) * 100, "again_seconds": again,
+                    "again_error_pct": (again / r["measured_seconds"] - 1) * 100})
+    return out
+
+
+def figure_rows(validation: dict, predictions: dict) -> list[dict]:
+    """The held-out rows in the shape figures.model_vs_measured draws: the frozen prediction's terms
+    stacked (the dispatch term, carried over, on top), the measurement and the null models."""
+    out = []
+    for r in validation["rows"]:
+        p = predictions["settings"][r["setting"]]["predictions"][r["loop"]]
+        t = p["terms_seconds"]
+        out.append({**r, "variant": label(r), "role": "test", "terms_seconds": t,
+                    "predicted_seconds": t["compute"] + t["allreduce"] + t["input"],
+                    "predicted_with_dispatch_seconds": p["seconds"]})
+    return out
+
+
+def judged(validation: dict, predictions: dict) -> dict:
+    """What the report shows of a validation's rows beside them: the summary, the diagnosis with the
+    mean and largest absolute error of the form evaluated again, and the overheads."""
+    rows = validation["rows"]
+    diag = diagnosis(rows, predictions)
+    again = [abs(d["again_error_pct"]) for d in diag if d["step_measured"] is not None]
+    return {"summary": summary(rows), "diagnosis": diag, "overheads": overheads(rows, predictions),
+            "again_abs_error_pct": None if not again else {"mean": sum(again) / len(again), "max": max(again),
+                                                            "runs": len(again)}}
+
+
+def verdict_words(r: dict) -> str:
+    """A row's verdict; an undetermined one with the measured half-width that left it so."""
+    if r["verdict"] == UNDETERMINED:
+        hw = r["measured_half_width_pct"]
+        return "undetermined" + (f" (measured ±{hw:.1f} %)" if hw is not None else " (no interval)")
+    return r["verdict"]
+
+
+def rows_table(rows: list[dict]) -> str:
+    """The judged rows as a Markdown table (validation.md and the report's section)."""
+    return table(["setting", "loop", "predicted s [interval]", "measured s [95% CI]", "error",
+                  "no speed-up / linear: error", "verdict"],
+                 [[r["setting"], r["loop"],
+                   f"{r['predicted_seconds']:.2f} [{r['predicted_low']:.2f}, {r['predicted_high']:.2f}]",
+                   f"{r['measured_seconds']:.2f} " + ("n/a" if r["measured_low"] is None else
+                                                     f"[{r['measured_low']:.2f}, {r['measured_high']:.2f}]"),
+                   f"{r['error_pct']:+.1f}%", f"{r['nulls']['no_speedup']['error_pct']:+.1f}% / "
+                   f"{r['nulls']['linear']['error_pct']:+.1f}%", verdict_words(r)] for r in rows])
+
+
+def summary_words(v: dict, tolerance_pct: float) -> str:
+    """The judged predictions' summary (summary) in words, with the targets (validation.md and the report)."""
+    nm = v["null_mae_pct"]
+    met = [f"mean absolute error {v['mae_pct']:.1f} % (target <= {MAE_TARGET_PCT:g} %: "
+           f"{'met' if v['mae_pct'] <= MAE_TARGET_PCT else 'MISSED'})",
+           f"largest {v['max_abs_error_pct']:.1f} % (target <= {MAX_TARGET_PCT:g} %: "
+           f"{'met' if v['max_abs_error_pct'] <= MAX_TARGET_PCT else 'MISSED'})"]
+    beats = ("The model beats both null models on mean absolute error." if v["beats_nulls"] else
+             "The model does NOT beat both null models on mean absolute error.")
+    return (f"{v['held']} of {v['predicted']} predictions held within ±{tolerance_pct:g} % of the measured point; missed: "
+            f"{', '.join(v['missed']) or 'none'}; undetermined: {', '.join(v['undetermined']) or 'none'}. "
+            f"{met[0]}, {met[1]}; null models on the same runs: no speed-up {nm['no_speedup']:.1f} %, linear "
+            f"{nm['linear']:.1f} %. {beats}")
+
+
+def label(r: dict) -> str:
+    """A validation row's name: its setting and loop."""
+    return f"{r['setting']} {r['loop']}"
 
 
 def summary(rows: list[dict]) -> dict:

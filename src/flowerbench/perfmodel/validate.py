@@ -23,7 +23,7 @@ from flowerbench.core.config import validate as validate_params
 from flowerbench.core.io import atomic_write, read_json, write_json
 from flowerbench.core.log import get_logger
 from flowerbench.perfmodel import heldout as H, judge
-from flowerbench.core.render import table
+from flowerbench.core import render
 
 log = get_logger("validate").info
 
@@ -119,32 +119,17 @@ def rejudge(validation_path: Path = H.VALIDATION, predictions_path: Path = H.PRE
 
 
 def markdown(out: dict) -> str:
-    s, f = out["summary"], out["frozen"]
-    lines = [f"# The model on held-out settings",
-             f"Predictions: {H.PREDICTIONS} at commit {f['predictions_commit'][:12]} (sha256 "
-             f"{f['predictions_sha256'][:12]}), written before any of these runs; {H.when(out)}. The rule (an "
-             f"equivalence test, stats.tost): a prediction holds when the measured 90 % interval lies inside "
-             f"±{out['tolerance_pct']:g} % of it (a band symmetric on the log scale); it is MISSED when the "
-             f"measured 95 % interval and that band are disjoint; undetermined otherwise. Null models: the "
-             f"1-replica run of the same loop in the same rounds (no speed-up: its time; linear: its time / N).",
-             table(["setting", "loop", "predicted s [interval]", "measured s [95% CI]", "error",
-                    "no speed-up / linear: error", "verdict"],
-                   [[r["setting"], r["loop"], f"{r['predicted_seconds']:.2f} [{r['predicted_low']:.2f}, "
-                     f"{r['predicted_high']:.2f}]",
-                     f"{r['measured_seconds']:.2f} " + ("n/a" if r["measured_low"] is None else
-                                                       f"[{r['measured_low']:.2f}, {r['measured_high']:.2f}]"),
-                     f"{r['error_pct']:+.1f}%", f"{r['nulls']['no_speedup']['error_pct']:+.1f}% / "
-                     f"{r['nulls']['linear']['error_pct']:+.1f}%", r["verdict"]] for r in out["rows"]])]
-    if s["mae_pct"] is not None:
-        nm = s["null_mae_pct"]
-        lines.append(f"{s['held']} of {s['predicted']} held; missed: {', '.join(s['missed']) or 'none'}; "
-                     f"undetermined: {', '.join(s['undetermined']) or 'none'}. Mean absolute error "
-                     f"{s['mae_pct']:.1f} % (target <= {judge.MAE_TARGET_PCT:g} %), largest "
-                     f"{s['max_abs_error_pct']:.1f} % (target <= {judge.MAX_TARGET_PCT:g} %); null models: no "
-                     f"speed-up {nm['no_speedup']:.1f} %, linear {nm['linear']:.1f} %. "
-                     + ("The model beats both null models." if s["beats_nulls"] else
-                        "The model does NOT beat both null models."))
-    return "\n\n".join(lines) + "\n"
+    """validation.md: the rule, the judged rows and their summary (the report's section says the same)."""
+    f = out["frozen"]
+    return render.document("The model on held-out settings", [
+        f"Predictions: {H.PREDICTIONS} at commit {f['predictions_commit'][:12]} (sha256 "
+        f"{f['predictions_sha256'][:12]}), written before any of these runs; {H.when(out)}. The rule (an "
+        f"equivalence test, stats.tost): a prediction holds when the measured 90 % interval lies inside "
+        f"±{out['tolerance_pct']:g} % of it (a band symmetric on the log scale); it is MISSED when the "
+        f"measured 95 % interval and that band are disjoint; undetermined otherwise. Null models: the "
+        f"1-replica run of the same loop in the same rounds (no speed-up: its time; linear: its time / N).",
+        H.rows_table(out["rows"]),
+        H.summary_words(out["summary"], out["tolerance_pct"]) if out["summary"]["mae_pct"] is not None else ""])
 
 
 def validate(params, params_path: str = "params.yaml") -> int:

@@ -4,8 +4,8 @@ report.html, figures/*.png, metrics.json for `dvc metrics`, plots/*.csv for `dvc
     python -m flowerbench report [--params params.yaml]
 
 It reads every round of every variant the params declare (variants, sweep,
-multi-worker) through rounds.py and the result model (results.py), computes the
-numbers (metrics.py: paired ratios over rounds, stats.py; predict.py, blog.py),
+multi-worker) through analysis/rounds.py and the result model (core/results.py), computes the
+numbers (analysis/metrics.py: paired ratios over rounds, analysis/stats.py; perfmodel/judge.py, perfmodel/blog.py),
 draws the figures (figures.py) and writes the report as a list of sections, one
 function each beside its own words:
 
@@ -34,12 +34,7 @@ from flowerbench.analysis import metrics as M, pool as P
 from flowerbench.core import paths
 from flowerbench.core import render
 from flowerbench.core.config import Params
-from flowerbench.perfmodel.heldout import (
-    PREDICTIONS as HELDOUT_PREDICTIONS,
-    VALIDATION,
-    sha256,
-    summary as heldout_summary,
-)
+from flowerbench.perfmodel.heldout import PREDICTIONS as HELDOUT_PREDICTIONS, VALIDATION, figure_rows, judged, sha256
 from flowerbench.core.host import HostError, describe as describe_host, label as host_label, load as load_host
 from flowerbench.core.io import atomic_write, write_dir, write_json
 from flowerbench.core.log import get_logger
@@ -51,7 +46,7 @@ from flowerbench.report.conclusion import conclusion
 from flowerbench.report.cells import OPENING_FIGURE, run_kind_label
 from flowerbench.report.figures import figures
 from flowerbench.report.headline import headline, what_this_shows
-from flowerbench.report.heldout import figure_rows, heldout_section
+from flowerbench.report.heldout import heldout_section
 from flowerbench.report.inputs import input_pipeline
 from flowerbench.report.opening import opening, where_measured
 from flowerbench.report.prediction import model_section
@@ -138,26 +133,60 @@ def measured_summary(params: Params, since: str, results_dir: Path = paths.RESUL
 
 def markdown(rounds: Study, results: list[Result], metrics: dict, variance: dict, audit: list[dict],
              ceiling: list[dict], figs: dict[str, tuple[bytes, str]], params: Params, warnings: list[str],
-             here: dict, terms: Terms | None, predicted: list[dict], heldout: dict | None = None,
+             here: dict, terms: Terms | None, predicted: list[dict], shown: dict, heldout: dict | None = None,
              compared: dict | None = None) -> str:
-    """The report: its sections in order, each given the data it needs."""
+    """The report: its sections in order, each given the numbers it prints (`shown`: compute_shown's)."""
     base = params.report.baseline
-    verdict = predict.scorecard(predicted) if terms and not terms.skipped else None
+    verdict = shown["scorecard"]
     blocks = [*opening(results, metrics, audit, warnings, here, figs, base),
               *headline(results, metrics, base),
               *what_this_shows(results, metrics, base, rounds, variance, compared or {}),
-              *precision(rounds, variance),
+              *precision(rounds, variance, shown["rounds"]),
               *input_pipeline(ceiling),
               *audit_section(audit, results, metrics, base, params.report.blog_seconds),
               *model_section(terms, predicted, verdict),
               *heldout_section(*(heldout[k] if heldout else None for k in
-                                 ("validation", "predictions", "predictions_sha256"))),
-              *blog_explained(params.report, verdict, predicted),
-              *conclusion(results, metrics, audit, base, compared or {}),
+                                 ("validation", "predictions", "predictions_sha256")), shown["heldout_judged"]),
+              *blog_explained(params.report, verdict, shown["blog_explained"]),
+              *conclusion(results, metrics, audit, base, compared or {}, shown["run"]),
               "## Figures", *(render.figure(name, caption) for name, (_, caption) in figs.items()
                               if name != OPENING_FIGURE),
-              *provenance(results, rounds.results(), measured_code())]
+              *provenance(results, rounds.results(), shown["run"], measured_code())]
     return "\n\n".join(blocks) + "\n"
+
+
+def compute_shown(params: Params, rounds: Study, results: list[Result], metrics: dict, terms: Terms | None,
+                  rows: list[dict], held: dict, here: dict) -> dict:
+    """Every structure the sections print numbers from beyond the metrics, computed once here (the
+    sections only format them) and written into metrics.json beside the metrics."""
+    predicted = predict.predicted_tests(rows)
+    return {"run": M.run_facts(results, metrics, rounds.results()), "rounds": M.rounds_facts(rounds),
+            "hosts": {"here": here, **{r.variant: r.host for r in results if r.host}},
+            "params": {k: results[0].params[k] for k in M.COMPARABLE if k in results[0].params},
+            "blog_inputs": {"seconds": params.report.blog_seconds,
+                            "claimed_reduction_pct": params.report.blog_claimed_reduction_pct,
+                            "scaling_model": params.report.scaling_model.model_dump()},
+            "scorecard": predict.scorecard(rows) if terms and not terms.skipped else None,
+            "terms": None if terms is None else _samples_counted(terms.model_dump(exclude={"host", "params", "versions"})),
+            "blog_explained": blog.explained(params.report.blog_seconds, params.report.scaling_model,
+                                             [r["error_pct"] for r in predicted]),
+            "blog_settings": {**blog.SETTINGS, "gpus": params.report.scaling_model.gpus},
+            "heldout_judged": judged(held["validation"], held["predictions"]) if held["validation"] else None,
+            "heldout_rows": {f"{r['setting']} {r['loop']}": r for r in held["validation"]["rows"]}
+            if held["validation"] else None,
+            "heldout_predictions": None if not held["predictions"] else {
+                "replicas": held["predictions"].get("replicas"), "loop_factors": held["predictions"].get("loop_factors"),
+                "settings": {name: {"predictions": x["predictions"], "steps_per_epoch": x["steps_per_epoch"],
+                                    "images": x["images"], "epochs": x["epochs"], "probe_batch": x["probe"]["batch"]}
+                             for name, x in held["predictions"]["settings"].items()}}}
+
+
+def _samples_counted(x):
+    """A terms record with each list of raw samples (`seconds`) replaced by its count (`samples`)."""
+    if isinstance(x, dict):
+        return {("samples" if k == "seconds" and isinstance(v, list) else k):
+                (len(v) if k == "seconds" and isinstance(v, list) else _samples_counted(v)) for k, v in x.items()}
+    return [_samples_counted(v) for v in x] if isinstance(x, list) else x
 
 
 # The commands the rounds stage runs (measure.SPAWNED, which the report does not import: it reads the
@@ -217,9 +246,10 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     rows = predict.predictions(results, terms, M.measured(metrics))
     held = load_heldout()
     held_rows = figure_rows(held["validation"], held["predictions"]) if held["validation"] else []
+    shown = compute_shown(params, rounds, results, metrics, terms, rows, held, here)
     figs = figures(results, metrics, df, params.report, run_kind_label(results), audit, rows, held_rows)
     md = markdown(rounds, results, metrics, variance, audit, ceiling, figs, params, warnings, here, terms, rows,
-                  held, compared)
+                  shown, held, compared)
     page = render.html_page(md, "flowerbench report", {name: png for name, (png, _) in figs.items()})
 
     # Everything is rendered; now write. Each folder is written whole and swapped into place.
@@ -227,7 +257,8 @@ def run(params: Params, results_dir: Path = paths.RESULTS, reports_dir: Path = p
     write_dir(reports_dir / paths.PLOTS.name, M.plots_data(df))
     write_json(reports_dir / paths.METRICS.name,
                M.metrics_file(metrics, audit, ceiling, warnings, rows, variance,
-                              heldout_summary(held["validation"]["rows"]) if held["validation"] else None, compared))
+                              shown["heldout_judged"]["summary"] if shown["heldout_judged"] else None, compared,
+                              shown))
     atomic_write(reports_dir / paths.REPORT_MD.name, md)
     atomic_write(reports_dir / paths.REPORT_HTML.name, page)
     log(f"{len(results)} variants x {rounds.count} round(s) -> {reports_dir}/report.html, report.md, "

@@ -1,4 +1,4 @@
-"""The blog explained: the model's GPU form (blog.model, predict.gpu_epoch) applied to its 4-GPU run,
+"""The blog explained: the model's GPU form (blog.model, forms.gpu_epoch) applied to its 4-GPU run,
 its inputs stated, and how far this host's test of the model lets a reader trust the verdict."""
 
 from __future__ import annotations
@@ -7,16 +7,16 @@ from typing import Optional
 
 from flowerbench.perfmodel import blog
 from flowerbench.core.config import ReportParams
-from flowerbench.perfmodel.judge import TOLERANCE_PCT, predicted_tests
+from flowerbench.perfmodel.judge import TOLERANCE_PCT
 from flowerbench.core.render import bullets, table
 
 
-def blog_explained(report: ReportParams, verdict: Optional[dict], rows: list[dict]) -> list[str]:
+def blog_explained(report: ReportParams, verdict: Optional[dict], explained: dict) -> list[str]:
+    """`explained`: blog.explained (the GPU form's rows, the tie, the hypotheses)."""
     sm, seconds = report.scaling_model, report.blog_seconds
-    model = blog.model(seconds, sm)
-    tie = blog.tie_pct([r["error_pct"] for r in predicted_tests(rows)])
-    inputs, said = blog_model_text(model, sm, seconds, tie)
-    return ["## The blog explained: a model of its 4-GPU run", blog_validation(verdict, rows),
+    model, tie = explained["model"], explained["tie_pct"]
+    inputs, said = blog_model_text(explained, sm, seconds)
+    return ["## The blog explained: a model of its 4-GPU run", blog_validation(verdict, explained["test_errors_pct"]),
             "Epoch time on N GPUs ~ max(input time, compute / N + steps x all-reduce time), weak scaling as the "
             "blog. Inputs (report.scaling_model in params.yaml):", bullets(inputs),
             table(["interconnect", "input", "compute + all-reduce s", "input s", "predicted 4-GPU s (max)",
@@ -26,7 +26,7 @@ def blog_explained(report: ReportParams, verdict: Optional[dict], rows: list[dic
                     seconds.get("mirrored_fit", "n/a"), seconds.get("mirrored_custom", "n/a")]
                    for r in model["rows"]]),
             " ".join(said),
-            *hypotheses_text(blog.hypotheses(seconds, model, tie)),
+            *hypotheses_text(explained["hypotheses"]),
             "No GPU run has been made by this project; when one exists (make gpu-check), its times belong beside "
             "these predictions."]
 
@@ -65,7 +65,7 @@ def hypotheses_text(h: dict) -> list[str]:
                    f"of 1, so the blog's two runs cannot tell a pure input limit (ratio 1) from a dispatch limit "
                    f"(ratio above 1).")
     elif h["dispatch_bound_consistent"]:
-        verdict = (f"Only the dispatch-bound hypothesis fits: fit is {(ratio - 1) * 100:.0f} % slower than the custom "
+        verdict = (f"Only the dispatch-bound hypothesis fits: fit is {h['fit_slower_pct']:.0f} % slower than the custom "
                    f"loop, beyond the tie, which a pure input limit (the same decoding for both) cannot explain.")
     elif h["input_bound_consistent"]:
         verdict = ("Only the input-bound hypothesis fits: the custom loop is not near the compute + all-reduce "
@@ -90,9 +90,10 @@ def hypotheses_text(h: dict) -> list[str]:
             "above the floor bound it instead (the dispatch-bound row)."]
 
 
-def blog_model_text(model: dict, m, blog_seconds: dict[str, float], tie: float) -> tuple[list[str], list[str]]:
+def blog_model_text(explained: dict, m, blog_seconds: dict[str, float]) -> tuple[list[str], list[str]]:
     """The model's inputs, stated, and what the compute floor and the input rates say of the blog's
-    times under the tie rule (which bound it hit is the hypotheses' question)."""
+    times under the tie rule (which bound it hit is the hypotheses' question); blog.explained's numbers."""
+    model, tie = explained["model"], explained["tie_pct"]
     blog_rates = m.blog_input_images_per_second
     inputs = [f"single-GPU fit: {blog_seconds['single_fit']} s for {model['images']:,} images "
               f"({model['single_gpu_images_per_second']:.0f} img/s), taken as compute-bound "
@@ -109,21 +110,16 @@ def blog_model_text(model: dict, m, blog_seconds: dict[str, float], tie: float) 
               + ", ".join(f"{v:.0f} img/s on {k}" for k, v in blog_rates.items())
               + f"; ours {m.ours_input_images_per_second_per_core:.0f} img/s per core; measured on this "
               "project's CPU host, not the blog's (benchmarks/input_pipeline.py)"]
-    compute = list(model["compute_link_seconds"].values())
-    blog4 = model["blog_implied_images_per_second"]
-    names = sorted(blog4, key=lambda k: blog_seconds[k])
-    floor = max(compute)
-    explained = [k for k in names if blog_seconds[k] <= (1 + tie / 100.0) * floor]
-    gaps = ", ".join(f"{k} {(floor - blog_seconds[k]) / blog_seconds[k] * 100:+.0f} %" for k in names)
-    lo, hi = min(blog_rates.values()), max(blog_rates.values())
-    inside = all(lo <= blog4[k] <= hi for k in names)
-    verdict = [(f"The compute + all-reduce floor ({min(compute):.1f}-{floor:.1f} s) against the blog's 4-GPU times "
+    blog4, names, explains = model["blog_implied_images_per_second"], explained["runs"], explained["floor_explains"]
+    (low_floor, floor), (lo, hi) = explained["floor_seconds"], explained["pipeline_rates"]
+    gaps = ", ".join(f"{k} {explained['floor_gap_pct'][k]:+.0f} %" for k in names)
+    verdict = [(f"The compute + all-reduce floor ({low_floor:.1f}-{floor:.1f} s) against the blog's 4-GPU times "
                 f"({gaps}): within the tie of ±{tie:.0f} % it explains "
-                + (" and ".join(explained) if explained else "neither")
-                + ("" if len(explained) in (0, len(names)) else
-                   f", not {' and '.join(k for k in names if k not in explained)}") + "."),
+                + (" and ".join(explains) if explains else "neither")
+                + ("" if len(explains) in (0, len(names)) else
+                   f", not {' and '.join(k for k in names if k not in explains)}") + "."),
                f"The times correspond to {' and '.join(f'{blog4[k]:.0f}' for k in names)} decoded images/s, "
-               + ("within" if inside else "beside")
+               + ("within" if explained["rates_within_pipeline"] else "beside")
                + f" the {lo:.0f}-{hi:.0f} img/s the blog-era pipeline delivers on {' and '.join(blog_rates)} here, "
                f"while 4 GPUs at full speed would need {model['needed_images_per_second']:,.0f} img/s: keeping them "
                f"fed would take about {model['cores_needed_ours']:.1f} cores of parallel decoding at this host's "
@@ -131,15 +127,16 @@ def blog_model_text(model: dict, m, blog_seconds: dict[str, float], tie: float) 
     return inputs, verdict
 
 
-def blog_validation(v: Optional[dict], rows: list[dict] = ()) -> str:
+def blog_validation(v: Optional[dict], errors: Optional[tuple] = None) -> str:
     """The line that puts the blog's model on trial: how well the same model did on this host, and
-    so how far its verdict on the blog can be trusted."""
-    errors = [r["error_pct"] for r in predicted_tests(rows)]
+    so how far its verdict on the blog can be trusted (`errors`: blog.explained's test errors: the
+    nearest to zero, the furthest, the least and the greatest)."""
     sure = ""
     if errors:
-        sign = ("always too fast" if max(errors) < 0 else "always too slow" if min(errors) > 0 else "both ways")
-        sure = (f" How sure: here its predictions were off by {min(errors, key=abs):+.0f} % to "
-                f"{max(errors, key=abs):+.0f} % ({sign}), so read a bound that wins by less than that as a tie; its "
+        nearest, furthest, least, greatest = errors
+        sign = ("always too fast" if greatest < 0 else "always too slow" if least > 0 else "both ways")
+        sure = (f" How sure: here its predictions were off by {nearest:+.0f} % to "
+                f"{furthest:+.0f} % ({sign}), so read a bound that wins by less than that as a tie; its "
                 f"GPU-side inputs (the blog's own time, DeepBench's all-reduce) were not measured by this project.")
     if v is None or not v["tests"]:
         return ("This model has not been tested on this host (no terms or no core-matched multi-replica "

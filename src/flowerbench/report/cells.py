@@ -3,7 +3,6 @@ sit in its own module).  Pure: numbers in, text out."""
 
 from __future__ import annotations
 
-import statistics
 
 from flowerbench.core.results import CoreKind, Result
 
@@ -113,20 +112,19 @@ def between_rounds_words(variance: dict) -> str:
 
 def pairing_words(variance: dict) -> str:
     """What pairing inside a round removed from the ratios' variance, in one clause (this run)."""
-    removed = [x["removed_pct"] for x in variance["ratios"].values() if x.get("removed_pct") is not None]
+    removed = variance["pairing_removed_pct"]
     if not removed:
         return "pairing could not be assessed (fewer than 3 rounds)"
-    return (f"pairing inside a round removed {statistics.median(removed):.0f} % of a ratio's variance (median over "
-            f"{len(removed)} ratios; range {min(removed):.0f} to {max(removed):.0f} %, from 3-round spreads that are "
-            f"themselves noisy)")
+    return (f"pairing inside a round removed {removed['median']:.0f} % of a ratio's variance (median over "
+            f"{removed['ratios']} ratios; range {removed['min']:.0f} to {removed['max']:.0f} %, from 3-round spreads "
+            f"that are themselves noisy)")
 
 
 def interval_words(c: dict, inverse: bool = False) -> str:
     """A comparison (metrics.comparisons) as '1.25x [1.10-1.42]'; `inverse`: its reciprocal (the
-    other side's time over this one's), the interval turned round with it."""
-    point, low, high = c["point"], c["low"], c["high"]
-    if inverse:
-        point, low, high = 1 / point, None if high is None else 1 / high, None if low is None else 1 / low
+    other side's time over this one's, which metrics.comparisons gives where the report says it)."""
+    key = "inverse" if inverse else "point"
+    point, low, high = c[key], c[f"{key}_low" if inverse else "low"], c[f"{key}_high" if inverse else "high"]
     return f"{point:.2f}x" + ("" if low is None else f" [{low:.2f}-{high:.2f}]")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from flowerbench.core.render import bullets, table
 from flowerbench.core.results import CoreKind, Result
-from flowerbench.analysis.stats import FASTER, SLOWER, UNDECIDED
+from flowerbench.analysis.metrics import FASTER, SLOWER, UNDECIDED
 from flowerbench.report.cells import (
     between_rounds_words,
     budget_cell,

@@ -9,7 +9,7 @@ from flowerbench.perfmodel.blog import HARDWARE
 from flowerbench.core.host import label as host_label
 from flowerbench.core.render import banner, bullets, figure
 from flowerbench.core.results import CoreKind, Result
-from flowerbench.analysis.stats import FASTER, SLOWER
+from flowerbench.analysis.metrics import FASTER, SLOWER
 from flowerbench.report.cells import (
     OPENING_FIGURE,
     cpu_words,

@@ -4,9 +4,7 @@ the variance split says the next run should use."""
 
 from __future__ import annotations
 
-import statistics
-
-from flowerbench.analysis.estimators import SETTLE_TOLERANCE, WORDS
+from flowerbench.analysis.metrics import ESTIMATOR_WORDS, SETTLE_TOLERANCE
 from flowerbench.core.render import bullets, table
 from flowerbench.report.cells import fmt, pairing_words
 
@@ -30,27 +28,13 @@ def where_words(variance: dict) -> str:
             f"counts below); {pairing_words(variance)}.")
 
 
-def round_minutes(part) -> list[float]:
-    """Each round's wall minutes: from its first process's start to its last one's end (a held
-    round's processes overlap; a sequential round's follow each other)."""
-    from datetime import datetime
-
-    out = []
+def _part_lines(title: str, part, facts: dict) -> list[str]:
+    """One part's rounds: how they ran, their order, cores, minutes (metrics.rounds_facts) and busy
+    processes."""
     s = part.schedule
-    for k in range(1, s.count + 1):
-        ps = [p for p in s.processes if p.round == k]
-        starts = [datetime.fromisoformat(p.started_at).timestamp() for p in ps]
-        out.append((max(t + p.wall_seconds for t, p in zip(starts, ps)) - min(starts)) / 60)
-    return out
-
-
-def _part_lines(title: str, part) -> list[str]:
-    """One part's rounds: how they ran, their order, cores, minutes and busy processes."""
-    s = part.schedule
-    minutes = round_minutes(part)
+    minutes = facts["minutes"]
     rotated = s.usable_cores > 1 and len({p.first_core for p in s.processes}) > 1
     held = all(p.held for p in s.processes)
-    blocks = s.count // len(s.variants) if s.variants else 0
     how = (f"held (engine {s.engine}): a round's processes warmed up two at a time, each on the cores it is "
            f"timed on, then were released one timed epoch at a time, cycling through the round in its order, "
            f"nothing else running" if held else f"sequential (engine {s.engine}): each process from its start to "
@@ -58,12 +42,13 @@ def _part_lines(title: str, part) -> list[str]:
     return [f"**{title}:** {s.count} round(s) x {len(s.variants)} variants ({', '.join(s.variants)}), each a "
             f"process of its own, {how}. Order: the rows of a Williams square (every place, and every variant "
             f"after every other, equally often, in each complete square of {len(s.variants)} rounds: "
-            f"{blocks} complete here), the variants placed in it by a shuffle with order seed {s.order_seed} "
+            f"{facts['complete_squares']} complete here), the variants placed in it by a shuffle with order seed {s.order_seed} "
             f"(drawn for this measurement unless rounds.order_seed fixes it; the training seed {s.seed} is "
             f"another); the one-replica runs' cores were "
             + (f"rotated: each round starts them at its own first core (over {s.usable_cores})" if rotated else
                "not rotated (one usable core, or one round)")
-            + f". A round took {min(minutes):.1f}-{max(minutes):.1f} min, {sum(minutes):.1f} min in all.",
+            + f". A round took {facts['minutes_min']:.1f}-{facts['minutes_max']:.1f} min, "
+              f"{facts['minutes_total']:.1f} min in all.",
             table(["round", "order", "first core", "minutes", "busy processes"],
                   [[k, " > ".join(order), next(p.first_core for p in s.processes if p.round == k),
                     f"{minutes[k - 1]:.1f}",
@@ -71,15 +56,16 @@ def _part_lines(title: str, part) -> list[str]:
                    for k, order in enumerate(s.order, start=1)])]
 
 
-def precision(rounds, variance: dict) -> list[str]:
+def precision(rounds, variance: dict, facts: dict) -> list[str]:
     """The section: rounds and order, the components, each ratio's half-width against the target, the
-    counts the components call for, busy processes and unsettled warm-ups."""
+    counts the components call for, busy processes and unsettled warm-ups.  `facts`:
+    metrics.rounds_facts."""
     s = rounds.schedule
     target = variance["target_pct"]
-    per_round = round_minutes(rounds.parts[0])
     out = ["## Precision: rounds, and where the variance lives"]
-    for title, part in zip(("The headline rounds", "The secondary rounds"), rounds.parts):
-        out += _part_lines(title if len(rounds.parts) > 1 else "The rounds", part)
+    for (title, name), part in zip((("The headline rounds", "headline"), ("The secondary rounds", "secondary")),
+                                   rounds.parts):
+        out += _part_lines(title if len(rounds.parts) > 1 else "The rounds", part, facts[name])
     rows = []
     for level, words in LEVELS:
         c = variance["pooled"][level]
@@ -91,8 +77,8 @@ def precision(rounds, variance: dict) -> list[str]:
             table(["level", "sd", "variants x runs"], rows), where_words(variance)]
     est = variance.get("estimator")
     if est:
-        out.append(f"A process's time: the {WORDS[est]}, the estimator with the smallest between-process variance "
-                   f"on the committed measurements (estimators.py; docs/performance.md). Every epoch counts: the "
+        out.append(f"A process's time: the {ESTIMATOR_WORDS[est]}, the estimator with the smallest between-process variance "
+                   f"on the committed measurements (analysis/estimators.py; docs/performance.md). Every epoch counts: the "
                    f"warm-up rule of earlier runs (a first epoch more than {SETTLE_TOLERANCE:.0%} slower than the rest "
                    f"left out) only ever shortened a time. The blog's whole-call window gives the ratio beside each "
                    f"speed-up below.")
@@ -134,13 +120,14 @@ def precision(rounds, variance: dict) -> list[str]:
                         fmt(x.get("cpu_log_sd"), ".3f"),
                         "n/a" if x["half_width_pct"] is None else f"±{x['half_width_pct']:.1f} %",
                         target_word(x), fmt(x["rounds_needed"], "d"), whole(x)] for x in ratios.values()]),
-                cpu_words(ratios),
+                cpu_words(variance),
                 (f"{len(missed)} of {len(targeted)} multi-replica speed-ups missed ±{target:g} %: "
                  + ", ".join(f"{x['variant']} vs {x['against']} ({x.get('part', 'headline')} rounds, "
                              f"{rounds.home(x['variant']).count} of them)" for x in missed) + "."
                  if missed else f"Every multi-replica speed-up reached ±{target:g} % with the rounds measured.")]
     c, cost = variance["counts"], variance["costs_seconds"]
-    need, per = c.get("rounds"), sum(per_round) / len(per_round) * 60
+    need, per = c.get("rounds"), facts["headline"]["minutes_mean"] * 60
+    sec = facts.get("secondary")
     out.append(
         f"What these components call for at this run's costs (the headline rounds: a timed epoch "
         f"{cost['epoch']:.2f} s, a process's start and warm-up {cost['process']:.0f} s of wall time"
@@ -156,9 +143,8 @@ def precision(rounds, variance: dict) -> list[str]:
            f"{need * per / 60:.0f} min at this run's {per / 60:.1f} min per headline round; from the pooled "
            f"spread, itself an estimate)" if need else "no round count (no spread measured)")
         + (f"; {c['secondary_rounds']} secondary round(s) for the secondary's multi-replica ones (about "
-           f"{c['secondary_rounds'] * sum(sec) / len(sec):.0f} min at {sum(sec) / len(sec):.1f} min per secondary "
-           f"round)." if c.get("secondary_rounds") and (sec := [m for part in rounds.parts[1:]
-                                                                  for m in round_minutes(part)]) else "."))
+           f"{c['secondary_rounds'] * sec['minutes_mean']:.0f} min at {sec['minutes_mean']:.1f} min per secondary "
+           f"round)." if c.get("secondary_rounds") and sec else "."))
     notes = []
     unsettled = rounds.unsettled()
     if unsettled:
@@ -172,17 +158,16 @@ def precision(rounds, variance: dict) -> list[str]:
     return out + [bullets(notes)]
 
 
-def cpu_words(ratios: dict) -> str:
-    """Whether the processes' CPU-time ratios are less noisy than their wall-time ones (this run)."""
-    pairs = [(x["cpu_log_sd"], x["own_log_sd"]) for x in ratios.values()
-             if x.get("cpu_log_sd") is not None and x.get("own_log_sd")]
-    if not pairs:
+def cpu_words(variance: dict) -> str:
+    """Whether the processes' CPU-time ratios are less noisy than their wall-time ones (this run:
+    metrics.variance_split's cpu_against_wall)."""
+    c = variance["cpu_against_wall"]
+    if not c:
         return "CPU time: not recorded by these results (result schema 5), so no comparison."
-    less = sum(c < w for c, w in pairs)
-    cpu, wall = statistics.median(c for c, _ in pairs), statistics.median(w for _, w in pairs)
+    cpu, wall = c["cpu_median_sd"], c["wall_median_sd"]
     word = ("less noisy here" if cpu < (1 - CLOSE) * wall else "more noisy here" if cpu > (1 + CLOSE) * wall else
             f"about as noisy here (the medians within {CLOSE:.0%} of each other)")
-    return (f"CPU time against wall time: the CPU-time ratios had the smaller spread on {less} of {len(pairs)} "
-            f"ratios (median sd {cpu:.3f} against {wall:.3f}), so CPU time is " + word
+    return (f"CPU time against wall time: the CPU-time ratios had the smaller spread on {c['cpu_smaller']} of "
+            f"{c['ratios']} ratios (median sd {cpu:.3f} against {wall:.3f}), so CPU time is " + word
             + "; it measures cost, not speed (a multi-replica run spends CPU on every core it has), so the "
               "speed-ups stay on wall time.")

@@ -1,5 +1,5 @@
 """The model, tested on this host: its terms as measured, each core-matched run predicted beside its
-measurement, the verdict, and the dispatch term where it was measured (predict.py does the arithmetic)."""
+measurement, the verdict, and the dispatch term where it was measured (perfmodel/judge.py does the arithmetic)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from flowerbench.perfmodel.judge import (
     scorecard,
 )
 from flowerbench.core.render import bullets, table
-from flowerbench.analysis.stats import EQUIVALENCE_PCT
+from flowerbench.analysis.metrics import EQUIVALENCE_PCT
 from flowerbench.report.cells import fmt
 
 

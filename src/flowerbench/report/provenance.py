@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import statistics
 
 from flowerbench.core.host import label as host_label
 from flowerbench.analysis.metrics import COMPARABLE
@@ -17,10 +16,11 @@ ATTRIBUTION = ("The flower_photos images are from Flickr, licensed by their auth
                "Attribution; each photo's author is listed in the LICENSE.txt inside the archive.")
 
 
-def provenance(results: list[Result], processes: list[Result], measured_code: frozenset[str] = frozenset()) -> list[str]:
+def provenance(results: list[Result], processes: list[Result], run: dict,
+               measured_code: frozenset[str] = frozenset()) -> list[str]:
     """What produced the results (one pooled record per variant; `processes`: every round's, for the
-    code state; `measured_code`: the repo paths of the code the measured processes run): commits,
-    versions, host, data, devices; the data's attribution."""
+    code state; `run`: metrics.run_facts; `measured_code`: the repo paths of the code the measured
+    processes run): commits, versions, host, data, devices; the data's attribution."""
     r0 = results[0]
     v = r0.versions
     # No rendering time: the report is a function of its inputs, so rerendering the same results (a
@@ -31,7 +31,7 @@ def provenance(results: list[Result], processes: list[Result], measured_code: fr
              "versions: " + ", ".join(f"{k} {v[k]}" for k in sorted(v)),
              f"host {r0.hostname}: {host_label(r0.host)} (its model name: {r0.cpu_model}); GPU "
              f"{r0.gpu_model or 'none'}; {r0.platform}",
-             speed_line(processes),
+             speed_line(processes[0], run["speed_index_gflops"]),
              f"data: {r0.data_label or r0.data_source}, source {r0.data_source}, {r0.images_per_epoch} images "
              f"per epoch, tree sha256 {r0.data_tree_sha256}"]
     lines += [f"{r.variant}: {r.device_kind} {r.devices}, strategy {r.strategy}, all-reduce {r.cross_device_ops}, "
@@ -65,13 +65,13 @@ def code_state(results: list[Result], measured_code: frozenset[str] = frozenset(
     return out
 
 
-def speed_line(processes: list[Result]) -> str:
-    """The speed index every process measured before training (host.speed_index), as provenance."""
-    speeds = [r.speed_index["gflops"] for r in processes if r.speed_index]
-    if not speeds:
+def speed_line(first: Result, speed: dict | None) -> str:
+    """The speed index every process measured before training (host.speed_index; metrics.run_facts),
+    as provenance; `first`: a process, for how it was measured."""
+    if not speed:
         return "speed index: not recorded (results of schema 5, before it existed)"
-    m = processes[0].speed_index
+    m = first.speed_index
     how = f", {m['method']}" if m.get("method") else ""
     return (f"speed index (a {m['matrix']} x {m['matrix']} float64 matrix product{how}, for {m['seconds']:g} s on "
-            f"the process's own cores, before TensorFlow started): median {statistics.median(speeds):.1f} GFLOP/s, "
-            f"{min(speeds):.1f}-{max(speeds):.1f} over {len(speeds)} processes")
+            f"the process's own cores, before TensorFlow started): median {speed['median']:.1f} GFLOP/s, "
+            f"{speed['min']:.1f}-{speed['max']:.1f} over {speed['processes']} processes")
