@@ -158,7 +158,7 @@ def test_predict_then_validate_for_real_on_tiny_data(workdir):
     assert out["measured_from"] < out["measured_to"] < out["judged_at"]
     assert (proc.returncode == 0) == (out["summary"]["held"] == 2)
     md = (workdir / "reports" / "validation" / "validation.md").read_text()
-    assert "| px48 | custom |" in md and "Null models" in md and "null models: no speed-up" in md
+    assert "| px48 | custom |" in md and "Null models" in md and "null models on the same runs: no speed-up" in md
     ws = workdir / ".dvc" / "tmp" / "heldout" / "batch2"
     assert yaml.safe_load((ws / "params.yaml").read_text())["train"]["batch_size_per_replica"] == 2
     shutil.rmtree(ws / "results")           # (a rerun measures again where the rounds are gone)
