@@ -24,7 +24,7 @@ from typing import Any, Optional
 from flowerbench.core import paths
 from flowerbench.core.results import Result, ResultError, load as load_result
 from flowerbench.analysis.estimators import CHOSEN, SETTLE_TOLERANCE, process_seconds, settled_epochs  # noqa: F401
-from flowerbench.measuring.schedule import (
+from flowerbench.measuring.schedule import (  # noqa: F401 (re-exported: the readers' one import)
     SCHEDULE_SCHEMA,
     Process,
     RoundsError,

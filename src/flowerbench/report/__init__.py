@@ -161,7 +161,8 @@ def compute_shown(params: Params, rounds: Study, results: list[Result], metrics:
     sections only format them) and written into metrics.json beside the metrics."""
     predicted = predict.predicted_tests(rows)
     return {"run": M.run_facts(results, metrics, rounds.results()), "rounds": M.rounds_facts(rounds),
-            "hosts": {"here": here, **{r.variant: r.host for r in results if r.host}},
+            # this host and each distinct one the results were measured on (most runs share one)
+            "hosts": {"here": here, "measured": list({host_label(r.host): r.host for r in results if r.host}.values())},
             "params": {k: results[0].params[k] for k in M.COMPARABLE if k in results[0].params},
             "blog_inputs": {"seconds": params.report.blog_seconds,
                             "claimed_reduction_pct": params.report.blog_claimed_reduction_pct,

@@ -14,7 +14,7 @@ from flowerbench.core.render import bullets, table
 def blog_explained(report: ReportParams, verdict: Optional[dict], explained: dict) -> list[str]:
     """`explained`: blog.explained (the GPU form's rows, the tie, the hypotheses)."""
     sm, seconds = report.scaling_model, report.blog_seconds
-    model, tie = explained["model"], explained["tie_pct"]
+    model = explained["model"]
     inputs, said = blog_model_text(explained, sm, seconds)
     return ["## The blog explained: a model of its 4-GPU run", blog_validation(verdict, explained["test_errors_pct"]),
             "Epoch time on N GPUs ~ max(input time, compute / N + steps x all-reduce time), weak scaling as the "
@@ -42,7 +42,7 @@ def hypotheses_text(h: dict) -> list[str]:
     if "fit_over_custom" not in h:
         return []
     tie, (c0, c1), (i0, i1), steps = h["tie_pct"], h["compute_seconds"], h["input_seconds"], h["steps"]
-    fit, custom, ratio = runs["mirrored_fit"], runs["mirrored_custom"], h["fit_over_custom"]
+    custom, ratio = runs["mirrored_custom"], h["fit_over_custom"]
 
     def says(key: str) -> str:
         return "; ".join(f"{name.split('_')[1]} {r['seconds']} s: {_yes(r[key])}" for name, r in runs.items())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flowerbench.perfmodel import heldout as H
 from flowerbench.perfmodel.heldout import label, when
-from flowerbench.perfmodel.judge import HOLDS, MAE_TARGET_PCT, MAX_TARGET_PCT, UNDETERMINED
+from flowerbench.perfmodel.judge import HOLDS
 from flowerbench.core.render import bullets, table
 from flowerbench.analysis.metrics import EQUIVALENCE_PCT
 
